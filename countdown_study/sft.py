@@ -57,7 +57,7 @@ SHIPPED_INFO_FILE = "sft.json"
 class SFTConfig:
     """Everything that decides the SFT weights; the defaults make the shipped ``embedded`` checkpoint."""
 
-    steps: int = 2000
+    steps: int = 4000
     """Optimizer steps (the run is step-budgeted, never time-budgeted)."""
     batch_size: int = 64
     """Traces per step, each from a fresh task."""
@@ -65,7 +65,7 @@ class SFTConfig:
     """Peak learning rate of AdamW."""
     warmup_steps: int = 100
     """Linear warm-up from ``lr / warmup_steps`` to ``lr``."""
-    decay_fraction: float = 0.2
+    decay_fraction: float = 0.25
     """The last fraction of steps decays linearly to zero (field notes: this decay mattered)."""
     weight_decay: float = 0.01
     """AdamW decoupled weight decay."""
@@ -354,12 +354,22 @@ def final_model_dir(out_dir: Path) -> Path:
     return Path(out_dir) / "checkpoints" / "final"
 
 
-def _check_resumable(saved: dict, config: SFTConfig) -> None:
-    """Refuse to resume a checkpoint made with a different computation (a longer schedule is not the same)."""
+def _check_resumable(saved: dict, config: SFTConfig, step: int) -> None:
+    """Refuse to resume a checkpoint made with a different computation.
+
+    A schedule that differs only in its length (``steps``, ``decay_fraction``) computes the same steps
+    until either schedule starts its decay, so a checkpoint from before both decay starts continues
+    into the new schedule exactly as a run started with it would.
+    """
     now = config_to_dict(config)
     differs = sorted(k for k in now if k not in RUNTIME_FIELDS and saved.get(k) != now[k])
+    length_only = set(differs) <= {"steps", "decay_fraction"}
+    if differs and length_only and step <= min(config_from_dict(saved).decay_start, config.decay_start):
+        return
     if differs:
-        raise ValueError(f"checkpoint was made with a different config: {differs}; retrain instead")
+        raise ValueError(
+            f"checkpoint at step {step} was made with a different config: {differs}; retrain instead"
+        )
 
 
 def _truncate_log(log_file: Path, step: int) -> None:
@@ -438,7 +448,7 @@ def train_sft(
     ckpt = checkpoint_path(out_dir)
     if resume and ckpt.exists():
         state = torch.load(ckpt, weights_only=False)
-        _check_resumable(state["config"], config)
+        _check_resumable(state["config"], config, state["step"])
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["torch_rng"])
