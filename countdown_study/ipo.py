@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from countdown_study import evaluate as evaluation
-from countdown_study.policy import load_policy, prompt_template
+from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.prompts import format_prompt
 from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
 from countdown_study.runstore import RunStore
@@ -212,7 +212,7 @@ def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
 
 def train_ipo(config: IPOConfig, root=None, progress: bool = True):
     """Run (or load) the IPO stage in the run store; returns the finished store."""
-    store = RunStore.open(config, root=root, prefix="ipo")
+    store = RunStore.open(config, root=root, prefix="ipo", identity=policy_identity(config.policy))
     if not store.is_done:
         torch.set_num_threads(config.threads)  # before start(): provenance records the thread count
         store.start()

@@ -13,6 +13,8 @@ The prompt template a policy expects is stored in its config as ``countdown_prom
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,3 +141,40 @@ def load_policy(
     tok.padding_side = "left"
     model.eval()
     return model, tok
+
+
+WEIGHT_FILE_PATTERNS = ("*.safetensors", "*.bin", "config.json")
+"""Files of a ``save_pretrained`` folder whose bytes decide a policy's outputs."""
+
+
+@functools.lru_cache(maxsize=32)
+def _digest_files(files: tuple[tuple[str, int, int], ...]) -> str:
+    """SHA-256 over the named files' bytes (the size and mtime in the key only invalidate the cache)."""
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).name.encode() + b"\0")
+        with open(name, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def policy_fingerprint(name_or_path: str | Path = "embedded") -> str:
+    """What a run records of its starting policy, so that new weights under the same name make new runs.
+
+    ``"embedded"`` and local folders: ``sha256:<16 hex>`` over the weight files and ``config.json``.
+    A Hugging Face id that is not a local folder: the id itself (no hub is reachable to ask its revision).
+    """
+    source = EMBEDDED_CHECKPOINT_DIR if str(name_or_path) == "embedded" else Path(name_or_path)
+    if not source.is_dir():
+        return str(name_or_path)
+    files = sorted(f for pattern in WEIGHT_FILE_PATTERNS for f in source.glob(pattern) if f.is_file())
+    if not files:
+        raise FileNotFoundError(f"no weight files ({', '.join(WEIGHT_FILE_PATTERNS)}) in {source}")
+    keys = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    return "sha256:" + _digest_files(keys)
+
+
+def policy_identity(name_or_path: str | Path) -> dict[str, str]:
+    """The run-store identity of a run that starts from ``name_or_path`` (see ``runstore.run_id``)."""
+    return {"policy": policy_fingerprint(name_or_path)}

@@ -4,6 +4,7 @@ A run's id is a readable prefix plus a short hash of the canonical JSON of its c
 twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_id>/``:
 
 * ``config.json``: the config (canonical JSON, written when the run is opened).
+* ``identity.json``: facts outside the config in the run id, e.g. the starting policy's weights digest.
 * ``provenance.json``: git SHA and dirty flag, package versions, seed, torch threads, wall times.
 * ``steps.jsonl``: one JSON line per logged step (appended; a torn last line from a crash is skipped).
 * ``tables/<name>.parquet``: evaluation tables.
@@ -88,11 +89,16 @@ def _prefix(config: Any, prefix: str | None) -> str:
     return cleaned or "run"
 
 
-def run_id(config: Any, prefix: str | None = None) -> str:
-    """``<prefix>-<hash>``: the hash covers the config's type name and its canonical JSON."""
-    payload = json.dumps(
-        {"type": type(config).__name__, "config": json.loads(canonical_json(config))}, sort_keys=True
-    )
+def run_id(config: Any, prefix: str | None = None, identity: Mapping[str, str] | None = None) -> str:
+    """``<prefix>-<hash>``: the hash covers the config's type name, its canonical JSON and ``identity``.
+
+    ``identity`` holds facts outside the config that decide a run's results, such as the digest of
+    the starting policy's weights; without it the id depends on the config alone.
+    """
+    body: dict[str, Any] = {"type": type(config).__name__, "config": json.loads(canonical_json(config))}
+    if identity:
+        body["identity"] = dict(sorted(identity.items()))
+    payload = json.dumps(body, sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:HASH_CHARS]
     return f"{_prefix(config, prefix)}-{digest}"
 
@@ -212,22 +218,30 @@ class RunStore:
     # -- life cycle ---------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, config: Any, root: str | Path | None = None, prefix: str | None = None) -> RunStore:
-        """The run folder of ``config`` under ``root`` (default ``paths.runs_dir()``), made if new.
+    def open(
+        cls,
+        config: Any,
+        root: str | Path | None = None,
+        prefix: str | None = None,
+        identity: Mapping[str, str] | None = None,
+    ) -> RunStore:
+        """The run folder of ``config`` (and ``identity``, see ``run_id``) under ``root``, made if new.
 
-        Raises if the folder holds a different config (a hash collision or a hand-edited file).
+        ``identity`` is kept in ``identity.json``. Raises if the folder holds a different config or
+        identity (a hash collision or a hand-edited file).
         """
-        rid = run_id(config, prefix)
+        rid = run_id(config, prefix, identity)
         path = Path(root) if root is not None else paths.runs_dir()
         store = cls(run_id=rid, path=path / rid, config=config)
-        text = canonical_json(config)
-        config_file = store.path / "config.json"
-        if config_file.exists():
-            found = json.loads(config_file.read_text())
-            if found != json.loads(text):
-                raise ValueError(f"{config_file} holds a different config than the one asked for run {rid}")
-        else:
-            atomic_write_json(config_file, json.loads(text))
+        expected = {"config.json": json.loads(canonical_json(config))}
+        if identity:
+            expected["identity.json"] = dict(identity)
+        for name, content in expected.items():
+            file = store.path / name
+            if not file.exists():
+                atomic_write_json(file, content)
+            elif json.loads(file.read_text()) != content:
+                raise ValueError(f"{file} holds a different {name[:-5]} than the one asked for run {rid}")
         return store
 
     @property
@@ -238,13 +252,13 @@ class RunStore:
     def start(self, seed: int | None = None) -> None:
         """Begin a fresh attempt: clear what an unfinished attempt left, write provenance.
 
-        ``seed`` defaults to the config's ``seed`` field. Everything but ``config.json`` is removed,
+        ``seed`` defaults to the config's ``seed`` field. Everything but ``config.json`` and ``identity.json`` is removed,
         checkpoints included. Refuses a finished run.
         """
         if self.is_done:
             raise RuntimeError(f"run {self.run_id} is finished; load it with load_results()")
         for child in self.path.iterdir():
-            if child.name == "config.json":
+            if child.name in ("config.json", "identity.json"):
                 continue
             if child.is_dir():
                 shutil.rmtree(child)
@@ -336,12 +350,13 @@ def run_or_load(
     run: Callable[[RunStore], Mapping[str, Any]],
     root: str | Path | None = None,
     prefix: str | None = None,
+    identity: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Results of ``config``: loaded if the run finished before, else ``run(store)`` then finished.
 
     If ``run`` raises, the run stays unfinished and the next call starts it again.
     """
-    store = RunStore.open(config, root=root, prefix=prefix)
+    store = RunStore.open(config, root=root, prefix=prefix, identity=identity)
     if store.is_done:
         return store.load_results()
     store.start()

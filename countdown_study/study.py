@@ -22,7 +22,7 @@ import torch
 
 from countdown_study import evaluate as evaluation
 from countdown_study.ipo import IPOConfig, train_ipo
-from countdown_study.policy import load_policy, prompt_template
+from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runstore import RunStore
 from countdown_study.stats import aggregate_seeds, paired_bootstrap
@@ -152,7 +152,7 @@ class EvalRunConfig:
 
 def evaluate_policy_run(config: EvalRunConfig, root=None) -> RunStore:
     """Evaluate ``config.policy`` once and keep the verdict table in the run store."""
-    store = RunStore.open(config, root=root, prefix="eval")
+    store = RunStore.open(config, root=root, prefix="eval", identity=policy_identity(config.policy))
     if store.is_done:
         return store
     torch.set_num_threads(config.threads)

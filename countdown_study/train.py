@@ -36,7 +36,7 @@ import torch
 from tqdm.auto import tqdm
 
 from countdown_study import evaluate as evaluation
-from countdown_study.policy import load_policy, prompt_template
+from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.prompts import format_prompt
 from countdown_study.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.rollout import Rollouts, SamplingConfig, sample, sequence_logprobs
@@ -438,7 +438,7 @@ def train(
     config: TrainConfig, aux_losses: Sequence = (), root=None, prefix: str = "rloo", progress: bool = True
 ) -> RunStore:
     """Run ``config`` in the run store and return its finished store (loaded if finished before)."""
-    store = RunStore.open(config, root=root, prefix=prefix)
+    store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.policy))
     if store.is_done:
         return store
     torch.set_num_threads(config.threads)  # before start(): provenance records the thread count

@@ -1,8 +1,16 @@
 """The embedded tokenizer and tiny model, and both roads through ``load_policy``."""
 
+import pytest
 import torch
 
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
+from countdown_study.policy import (
+    TinyModelConfig,
+    build_model,
+    build_tokenizer,
+    load_policy,
+    policy_fingerprint,
+    prompt_template,
+)
 
 TRACE = "N 44 19 35 T 98 :<think>44+19=63, 63+35=98</think><answer>(44+19)+35</answer>"
 SMALL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
@@ -51,3 +59,24 @@ def test_local_folder_road_round_trips_model_and_tokenizer(tmp_path):
         assert torch.allclose(model(ids).logits, loaded(ids).logits)
     assert prompt_template(loaded) == "compact"
     assert not loaded.training
+
+
+def test_policy_fingerprint_follows_the_weights_not_the_name(tmp_path):
+    tok = build_tokenizer()
+    build_model(tok, SMALL, seed=0).save_pretrained(tmp_path / "a")
+    build_model(tok, SMALL, seed=0).save_pretrained(tmp_path / "b")
+    build_model(tok, SMALL, seed=1).save_pretrained(tmp_path / "c")
+    first = policy_fingerprint(tmp_path / "a")
+    assert first.startswith("sha256:") and len(first) == len("sha256:") + 16
+    assert policy_fingerprint(tmp_path / "b") == first  # same weights in another folder
+    assert policy_fingerprint(tmp_path / "c") != first
+    build_model(tok, SMALL, seed=1).save_pretrained(tmp_path / "a")  # new weights under the old name
+    assert policy_fingerprint(tmp_path / "a") == policy_fingerprint(tmp_path / "c")
+    assert policy_fingerprint("embedded").startswith("sha256:")
+    assert (
+        policy_fingerprint("asingh15/qwen-sft-countdown-defaultproj")
+        == "asingh15/qwen-sft-countdown-defaultproj"
+    )
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no weight files"):
+        policy_fingerprint(tmp_path / "empty")

@@ -57,6 +57,21 @@ def test_different_config_different_id():
     assert run_id({"name": "toy run", "lr": 1e-5, "seed": 3, "ks": [1, 2]}) != run_id(ToyConfig())
 
 
+def test_identity_changes_the_id_and_is_kept_beside_the_config(tmp_path):
+    plain = run_id(ToyConfig())
+    old_weights = run_id(ToyConfig(), identity={"policy": "sha256:aa"})
+    new_weights = run_id(ToyConfig(), identity={"policy": "sha256:bb"})
+    assert len({plain, old_weights, new_weights}) == 3
+    store = RunStore.open(ToyConfig(), root=tmp_path, identity={"policy": "sha256:aa"})
+    assert store.run_id == old_weights
+    assert json.loads((store.path / "identity.json").read_text()) == {"policy": "sha256:aa"}
+    store.start(seed=0)
+    assert (store.path / "identity.json").exists()  # a fresh attempt keeps it
+    (store.path / "identity.json").write_text('{"policy": "sha256:cc"}')
+    with pytest.raises(ValueError, match="different identity"):
+        RunStore.open(ToyConfig(), root=tmp_path, identity={"policy": "sha256:aa"})
+
+
 def test_dict_configs_are_canonical():
     assert run_id({"b": 1, "a": (2, 3)}) == run_id({"a": [2, 3], "b": 1})
     assert canonical_json({"b": 1, "a": (2, 3)}) == '{"a":[2,3],"b":1}'

@@ -270,10 +270,22 @@ def test_resume_matches_an_uninterrupted_run(tmp_path):
 
 
 def test_resume_refuses_a_different_schedule(tmp_path):
-    sft.train_sft(TINY, tmp_path / "run", stop_after=2, progress=False)
+    sft.train_sft(TINY, tmp_path / "run", stop_after=5, progress=False)  # past the decay start (step 4)
     with pytest.raises(ValueError, match="steps"):
         sft.train_sft(replace(TINY, steps=12), tmp_path / "run", resume=True, progress=False)
+    with pytest.raises(ValueError, match="lr"):
+        sft.train_sft(replace(TINY, lr=1e-3), tmp_path / "run", resume=True, progress=False)
     sft.train_sft(replace(TINY, log_every=3), tmp_path / "run", resume=True, progress=False)  # runtime only
+
+
+def test_a_checkpoint_before_the_decay_continues_into_a_longer_schedule(tmp_path):
+    longer = replace(TINY, steps=12)
+    assert TINY.decay_start == 4 and longer.decay_start == 9
+    whole = sft.train_sft(longer, tmp_path / "whole", progress=False)
+    sft.train_sft(TINY, tmp_path / "grown", stop_after=3, progress=False)
+    grown = sft.train_sft(longer, tmp_path / "grown", resume=True, progress=False)
+    assert grown.steps_done == 12
+    assert _states_equal(whole.model, grown.model)
 
 
 def test_checkpoint_write_is_atomic(tmp_path):
