@@ -75,7 +75,7 @@ class TrainConfig:
     group_size: int = 8
     """G, samples per prompt (at least 2)."""
     micro_batch: int = 128
-    """Sequences per forward/backward; gradients accumulate over the step's P * G sequences."""
+    """Sequences per forward/backward, grouped by length; gradients accumulate over the P * G sequences."""
     lr: float = 1e-4
     """AdamW learning rate, constant."""
     weight_decay: float = 0.0
@@ -189,6 +189,16 @@ def _pad_right(values: Sequence[torch.Tensor], width: int) -> torch.Tensor:
     return out
 
 
+def length_grouped(lengths: Sequence[int], size: int) -> list[list[int]]:
+    """Indices in micro-batches of at most ``size``, sequences of similar length together (less padding).
+
+    The RLOO loss is a mean over sequences of per-sequence terms, so weighting each micro-batch by its
+    share of the sequences gives the same gradient in any grouping.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
 def policy_update(
     model,
     ref_model,
@@ -198,20 +208,23 @@ def policy_update(
     config: TrainConfig,
     extra_losses: Sequence[tuple[str, torch.Tensor]] = (),
 ) -> dict[str, float]:
-    """Accumulate the RLOO loss over micro-batches of the P * G sequences, clip, step. Returns stats."""
+    """Accumulate the RLOO loss over length-grouped micro-batches of the P * G sequences, clip, step."""
     model.train()
     flat_adv = advantages.reshape(-1)  # (N,)
     prompt_ids = rollouts.sample_prompt_ids
+    completion_ids = rollouts.completion_ids
     total = rollouts.num_samples
+    lengths = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids, strict=True)]
     sums: dict[str, float] = {}
-    for start in range(0, total, config.micro_batch):
-        chunk = slice(start, min(start + config.micro_batch, total))
-        weight = (chunk.stop - chunk.start) / total
+    for chunk in length_grouped(lengths, config.micro_batch):
+        weight = len(chunk) / total
+        prompts = [prompt_ids[i] for i in chunk]
+        completions = [completion_ids[i] for i in chunk]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.autocast):
             current = sequence_logprobs(
                 model,
-                prompt_ids[chunk],
-                rollouts.completion_ids[chunk],
+                prompts,
+                completions,
                 config.sampling.temperature,
                 with_entropy=config.loss.entropy_coef > 0,
             )
@@ -219,12 +232,9 @@ def policy_update(
             if config.loss.kl_coef > 0:
                 with torch.no_grad():
                     reference = sequence_logprobs(
-                        ref_model,
-                        prompt_ids[chunk],
-                        rollouts.completion_ids[chunk],
-                        config.sampling.temperature,
+                        ref_model, prompts, completions, config.sampling.temperature
                     ).logprobs
-        behaviour = _pad_right(rollouts.logprobs[chunk], current.logprobs.shape[1])  # (n, T)
+        behaviour = _pad_right([rollouts.logprobs[i] for i in chunk], current.logprobs.shape[1])  # (n, T)
         loss, stats = rloo_loss(
             current.logprobs,
             current.mask,

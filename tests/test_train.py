@@ -13,8 +13,15 @@ import torch
 
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.rloo import RLOOConfig
-from countdown_study.rollout import SamplingConfig
-from countdown_study.train import TrainConfig, preset, study_tasks, train
+from countdown_study.rollout import Rollouts, SamplingConfig, sequence_logprobs
+from countdown_study.train import (
+    TrainConfig,
+    length_grouped,
+    policy_update,
+    preset,
+    study_tasks,
+    train,
+)
 
 SMALL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 
@@ -139,3 +146,38 @@ def test_killed_run_resumes_to_the_same_metrics(tiny_policy, tmp_path):
     strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
     assert strip(resumed.read_steps()) == strip(reference.read_steps())
     assert resumed.load_results()["eval"] == reference.load_results()["eval"]
+
+
+def test_length_grouped_micro_batches_partition_by_length():
+    groups = length_grouped([5, 1, 4, 1, 9, 2, 7], size=3)
+    assert groups == [[1, 3, 5], [2, 0, 6], [4]]
+    assert sorted(i for g in groups for i in g) == list(range(7))
+
+
+def test_grouped_micro_batches_give_the_one_batch_update():
+    tokenizer = build_tokenizer()
+    rng = torch.Generator().manual_seed(0)
+    prompts = [[1, 5, 6, 7], [1, 8, 9]]  # P = 2
+    completions = [torch.randint(4, 20, (int(n),), generator=rng).tolist() for n in (3, 9, 1, 6, 2, 8)]
+    behaviour_model = build_model(tokenizer, SMALL, seed=3)
+    with torch.no_grad():
+        per_sample = [p for p in prompts for _ in range(3)]
+        old = sequence_logprobs(behaviour_model, per_sample, completions)
+    rollouts = Rollouts(
+        prompts=["a", "b"], group_size=3, prompt_ids=prompts, completion_ids=completions, texts=[""] * 6,
+        logprobs=[old.logprobs[i, : len(c)] for i, c in enumerate(completions)],
+    )  # fmt: skip
+    advantages = torch.tensor([[0.5, -1.0, 0.5], [1.0, 0.2, -1.2]])
+    results = []
+    for micro_batch in (6, 2):
+        model = build_model(tokenizer, SMALL, seed=0)
+        config = TrainConfig(micro_batch=micro_batch, autocast=False, loss=RLOOConfig(kl_coef=0.0))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        stats = policy_update(model, None, optimizer, rollouts, advantages, config)
+        results.append((torch.cat([p.detach().flatten() for p in model.parameters()]), stats))
+    (whole, whole_stats), (grouped, grouped_stats) = results
+    assert not torch.equal(
+        whole, torch.cat([p.flatten() for p in build_model(tokenizer, SMALL).parameters()])
+    )
+    assert torch.allclose(whole, grouped, atol=1e-6)
+    assert grouped_stats["grad_norm"] == pytest.approx(whole_stats["grad_norm"], rel=1e-5)
