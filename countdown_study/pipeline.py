@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,40 +55,67 @@ def list_notebooks(names: list[str] | None = None, folder: Path | None = None) -
     return sorted(chosen)
 
 
-def run_notebooks(
-    notebooks: list[Path], preset: str, parameters: dict | None = None, kernel: str = "python3"
-) -> list[NotebookRun]:
-    """Execute ``notebooks`` in order; every notebook runs even when an earlier one fails."""
+def execute_notebook(
+    notebook: Path,
+    preset: str,
+    parameters: dict | None = None,
+    kernel: str = "python3",
+    progress: bool = True,
+) -> NotebookRun:
+    """Execute one notebook with papermill; a failure is returned, not raised."""
     import papermill as pm
 
+    executed = results_dir() / "executed"
+    out = executed / notebook.name
+    tmp = executed / "failed" / notebook.name
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    try:
+        pm.execute_notebook(
+            str(notebook),
+            str(tmp),
+            parameters={"preset": preset, **(parameters or {})},
+            kernel_name=kernel,
+            cwd=str(notebook.parent),
+            progress_bar=progress,
+        )
+    except pm.PapermillExecutionError as err:  # a cell raised: the executed copy shows where
+        error = f"{err.ename}: {err.evalue}"
+    except (pm.exceptions.PapermillException, ValueError, OSError) as err:  # it could not start
+        error = f"{type(err).__name__}: {err}"
+    else:
+        os.replace(tmp, out)
+        return NotebookRun(notebook.name, True, time.time() - start, str(out))
+    return NotebookRun(notebook.name, False, time.time() - start, str(tmp), error)
+
+
+def run_notebooks(
+    notebooks: list[Path],
+    preset: str,
+    parameters: dict | None = None,
+    kernel: str = "python3",
+    jobs: int = 1,
+) -> list[NotebookRun]:
+    """Execute ``notebooks``; every notebook runs even when another fails.
+
+    ``jobs=1`` runs them in order. ``jobs > 1`` runs that many at once, each in its own kernel, taking
+    them in order as slots free; runs they share are run once (the run store's lock) and the others
+    wait for it. Outcomes come back in notebook order.
+    """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {PRESETS}")
-    executed = results_dir() / "executed"
-    outcomes = []
-    for nb in notebooks:
-        out = executed / nb.name
-        tmp = executed / "failed" / nb.name
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        start = time.time()
-        try:
-            pm.execute_notebook(
-                str(nb),
-                str(tmp),
-                parameters={"preset": preset, **(parameters or {})},
-                kernel_name=kernel,
-                cwd=str(nb.parent),
-                progress_bar=True,
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    if jobs == 1:
+        return [execute_notebook(nb, preset, parameters, kernel) for nb in notebooks]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:  # each thread waits on its own kernel process
+        futures = [pool.submit(execute_notebook, nb, preset, parameters, kernel, False) for nb in notebooks]
+        for future in as_completed(futures):
+            done = future.result()
+            print(
+                f"{'finished' if done.ok else 'FAILED'} {done.notebook} in {done.seconds:.0f} s", flush=True
             )
-        except pm.PapermillExecutionError as err:  # a cell raised: the executed copy shows where
-            error = f"{err.ename}: {err.evalue}"
-        except (pm.exceptions.PapermillException, ValueError, OSError) as err:  # it could not start
-            error = f"{type(err).__name__}: {err}"
-        else:
-            os.replace(tmp, out)
-            outcomes.append(NotebookRun(nb.name, True, time.time() - start, str(out)))
-            continue
-        outcomes.append(NotebookRun(nb.name, False, time.time() - start, str(tmp), error))
-    return outcomes
+        return [f.result() for f in futures]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -103,6 +131,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="extra papermill parameter (VALUE parsed as YAML)",
     )  # fmt: skip
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name")
+    parser.add_argument(
+        "--jobs", type=int, default=1,
+        help="notebooks run at once (2 on 2 cores with the full preset's one thread per run)",
+    )  # fmt: skip
 
 
 def cli_main(args: argparse.Namespace) -> int:
@@ -114,7 +146,7 @@ def cli_main(args: argparse.Namespace) -> int:
         print(f"no study notebooks in {notebooks_dir()}")
         return 1
     extra = {name: yaml.safe_load(value) for name, value in args.parameter}
-    outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel)
+    outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
     for o in outcomes:
         status = "ok    " if o.ok else "FAILED"
         print(

@@ -11,6 +11,7 @@ twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_
 * ``results.json``: the run's final results.
 * ``checkpoints/``: model weights, ignored by git (a ``.gitignore`` inside says so).
 * ``DONE``: written last, after everything else; a run is finished iff it exists.
+* ``.lock``: held by the process running the run, so that parallel studies never run it twice.
 
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a
 crash leaves either the old file or the new one, never a partial one, and never a ``DONE``.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import importlib
 import json
@@ -43,6 +45,8 @@ from countdown_study import paths
 
 DONE = "DONE"
 """Name of the marker file written last."""
+LOCK = ".lock"
+"""Lock file of a run: the process running it holds an exclusive ``flock`` on it."""
 PROVENANCE_PACKAGES = ("torch", "transformers", "numpy", "pandas", "countdown_study")
 """Packages whose versions every run records."""
 HASH_CHARS = 12
@@ -204,6 +208,10 @@ class RunNotFinishedError(RuntimeError):
     """Reading results of a run that has no ``DONE`` marker."""
 
 
+class RunBusyError(RuntimeError):
+    """Asking, without waiting, for a run that another process is running."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunStore:
     """One run's folder. Make it with ``RunStore.open(config)``."""
@@ -244,6 +252,24 @@ class RunStore:
                 raise ValueError(f"{file} holds a different {name[:-5]} than the one asked for run {rid}")
         return store
 
+    @contextlib.contextmanager
+    def lock(self, wait: bool = True) -> Iterator[RunStore]:
+        """Hold the run's lock: one process at a time runs a run; the OS frees it if the process dies.
+
+        With ``wait=False`` a run held by another process raises ``RunBusyError`` at once. Callers
+        check ``is_done`` again once they hold the lock: the other process may have finished it.
+        """
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / LOCK, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError as err:
+                raise RunBusyError(f"run {self.run_id} is being run by another process") from err
+            try:
+                yield self
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     @property
     def is_done(self) -> bool:
         """Whether the run finished (its ``DONE`` marker exists)."""
@@ -258,7 +284,7 @@ class RunStore:
         if self.is_done:
             raise RuntimeError(f"run {self.run_id} is finished; load it with load_results()")
         for child in self.path.iterdir():
-            if child.name in ("config.json", "identity.json"):
+            if child.name in ("config.json", "identity.json", LOCK):
                 continue
             if child.is_dir():
                 shutil.rmtree(child)
@@ -357,9 +383,8 @@ def run_or_load(
     If ``run`` raises, the run stays unfinished and the next call starts it again.
     """
     store = RunStore.open(config, root=root, prefix=prefix, identity=identity)
-    if store.is_done:
-        return store.load_results()
-    store.start()
-    results = run(store)
-    store.finish(results)
+    with store.lock():
+        if not store.is_done:
+            store.start()
+            store.finish(run(store))
     return store.load_results()

@@ -445,20 +445,30 @@ def run_training(
 
 
 def train(
-    config: TrainConfig, aux_losses: Sequence = (), root=None, prefix: str = "rloo", progress: bool = True
+    config: TrainConfig,
+    aux_losses: Sequence = (),
+    root=None,
+    prefix: str = "rloo",
+    progress: bool = True,
+    wait: bool = True,
 ) -> RunStore:
-    """Run ``config`` in the run store and return its finished store (loaded if finished before)."""
+    """Run ``config`` in the run store and return its finished store (loaded if finished before).
+
+    Another process running the same config is waited for (``wait=False``: ``RunBusyError``).
+    """
     store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.policy))
     if store.is_done:
         return store
-    torch.set_num_threads(config.threads)  # before start(): provenance records the thread count
-    if (
-        not (store.path / "provenance.json").exists()
-        or not (store.path / "checkpoints" / CHECKPOINT).exists()
-    ):
-        store.start()
-    results = run_training(config, store, aux_losses, progress)
-    store.finish(results)
+    with store.lock(wait=wait):
+        if store.is_done:  # finished by another process while this one waited
+            return store
+        torch.set_num_threads(config.threads)  # before start(): provenance records the thread count
+        if (
+            not (store.path / "provenance.json").exists()
+            or not (store.path / "checkpoints" / CHECKPOINT).exists()
+        ):
+            store.start()
+        store.finish(run_training(config, store, aux_losses, progress))
     return store
 
 

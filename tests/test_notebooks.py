@@ -40,7 +40,7 @@ def test_notebooks_are_thin_and_committed_without_outputs():
 
 @pytest.mark.slow
 def test_every_notebook_runs_at_the_tiny_preset(results):
-    outcomes = run_notebooks(NOTEBOOKS, "tiny")
+    outcomes = run_notebooks(NOTEBOOKS, "tiny", jobs=2)  # two at once: shared runs go through the lock
     failed = {o.notebook: o.error for o in outcomes if not o.ok}
     assert not failed, failed
     tables = {p.name for p in (results / "tables").glob("*_paired.csv")}
@@ -48,6 +48,9 @@ def test_every_notebook_runs_at_the_tiny_preset(results):
     meta = json.loads((results / "tables" / "baselines_paired.meta.json").read_text())
     assert meta["preset"] == "tiny" and meta["runs"]
     assert (results / "executed" / NOTEBOOKS[0].name).exists()
+    for run in (results / "runs").glob("rloo-*"):  # each shared run trained once, start to end
+        steps = [json.loads(line)["step"] for line in (run / "steps.jsonl").read_text().splitlines()]
+        assert steps == sorted(set(steps)), run.name
 
 
 def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_path):
@@ -61,7 +64,7 @@ def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_pat
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(broken, tmp_path / "01_broken.ipynb")
     nbformat.write(fine, tmp_path / "02_fine.ipynb")
-    outcomes = run_notebooks(list_notebooks(folder=tmp_path), "tiny")
+    outcomes = run_notebooks(list_notebooks(folder=tmp_path), "tiny", jobs=2)
     assert [o.ok for o in outcomes] == [False, True], [o.error for o in outcomes]
     assert outcomes[0].error == "RuntimeError: boom tiny"
     assert not (results / "executed" / "01_broken.ipynb").exists()
@@ -73,4 +76,6 @@ def test_unknown_notebook_and_preset_are_named():
         list_notebooks(["99"])
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         run_notebooks([], "huge")
+    with pytest.raises(ValueError, match="jobs must be >= 1"):
+        run_notebooks([], "tiny", jobs=0)
     assert notebooks_dir().is_dir()

@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+import sys
 from dataclasses import dataclass
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pytest
 import countdown_study
 from countdown_study import paths, runstore
 from countdown_study.runstore import (
+    RunBusyError,
     RunNotFinishedError,
     RunStore,
     atomic_path,
@@ -251,3 +253,29 @@ def test_provenance_fields_and_git_sha(tmp_path):
 
 def test_git_state_outside_a_repository(tmp_path):
     assert runstore.git_state(tmp_path) == {"git_sha": None, "git_dirty": None}
+
+
+def test_lock_is_exclusive_and_freed_on_exit(tmp_path):
+    store = RunStore.open(ToyConfig(), root=tmp_path)
+    with store.lock(), pytest.raises(RunBusyError, match=store.run_id), store.lock(wait=False):
+        pass  # another open file description: as another process would see it
+    with store.lock(wait=False):
+        store.start(seed=0)  # a fresh attempt keeps the lock file it runs under
+        assert (store.path / runstore.LOCK).exists()
+
+
+def test_a_killed_holder_frees_the_lock(tmp_path):
+    store = RunStore.open(ToyConfig(), root=tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+         str(store.path / runstore.LOCK)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(RunBusyError), store.lock(wait=False):
+        pass
+    holder.kill()
+    holder.wait()
+    with store.lock(wait=False):
+        pass

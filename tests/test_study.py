@@ -1,12 +1,16 @@
 """Study tables from hand-made verdict tables: summaries over seeds, paired tests, pass@k curves."""
 
 import json
+import threading
+import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from countdown_study import outputs, plots
+from countdown_study import outputs, plots, study
+from countdown_study.policy import policy_identity
+from countdown_study.runstore import RunStore
 from countdown_study.study import (
     STUDY_PRESETS,
     Method,
@@ -14,6 +18,7 @@ from countdown_study.study import (
     paired_table,
     pass_at_k_curves,
     problem_matrix,
+    run_all,
     study_preset,
     summary_table,
 )
@@ -106,3 +111,26 @@ def test_presets_and_methods_are_checked():
         study_preset("huge")
     with pytest.raises(ValueError, match="unknown method kind 'dpo'"):
         Method("x", kind="dpo")
+
+
+@pytest.mark.slow
+def test_run_all_takes_free_runs_first_and_waits_for_held_ones(tmp_path):
+    preset = study_preset("tiny")
+    config = preset.train_config("uniform", 0)
+    held = RunStore.open(config, root=tmp_path, prefix="rloo", identity=policy_identity(config.policy))
+    stores = {}
+    with held.lock():  # as if another notebook's kernel were training the shared baseline
+        worker = threading.Thread(
+            target=lambda: stores.update(
+                run_all([study.UNIFORM, study.SFT], preset, tmp_path, progress=False)
+            )
+        )
+        worker.start()
+        deadline = time.time() + 300
+        while not any((p / "DONE").exists() for p in tmp_path.glob("eval-*")) and time.time() < deadline:
+            time.sleep(0.2)
+        assert any((p / "DONE").exists() for p in tmp_path.glob("eval-*"))  # the free run went first
+        assert not (held.path / "provenance.json").exists()  # the held one was left alone
+    worker.join(timeout=300)
+    assert stores[study.UNIFORM.name, 0].path == held.path and held.is_done
+    assert stores[study.SFT.name, 0].is_done
