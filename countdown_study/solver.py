@@ -65,66 +65,53 @@ def _fmt(x: Fraction) -> str:
     return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
 
 
-def _merges(a: _Item, b: _Item) -> Iterator[_Item]:
-    """The six ordered results of combining two items, fully parenthesised."""
-    (va, ea), (vb, eb) = a, b
-    yield va + vb, f"({ea}+{eb})"
-    yield va * vb, f"({ea}*{eb})"
-    yield va - vb, f"({ea}-{eb})"
-    yield vb - va, f"({eb}-{ea})"
-    if vb != 0:
-        yield va / vb, f"({ea}/{eb})"
-    if va != 0:
-        yield vb / va, f"({eb}/{ea})"
+def _ordered_merges(a, b):
+    """The six merges of a pair in search order, as (operator, left, right): a+b, a*b, a-b, b-a, a/b, b/a."""
+    return (("+", a, b), ("*", a, b), ("-", a, b), ("-", b, a), ("/", a, b), ("/", b, a))
 
 
-def _derivations(items: list[_Item]) -> Iterator[_Item]:
-    """Every (value, expression) the pairwise procedure ends with, one per derivation order."""
+def _walk(items: list, merge, path: tuple = ()) -> Iterator[tuple[object, tuple]]:
+    """The pairwise procedure over any kind of item: every derivation order, in search order.
+
+    ``merge(a, b)`` yields ``(merged item, record)`` for the pair at positions i < j (the merged item
+    is appended after the remaining ones). Yields ``(last item, records of the merges in order)``.
+    """
     if len(items) == 1:
-        yield items[0]
+        yield items[0], path
         return
     n = len(items)
     for i in range(n):
         for j in range(i + 1, n):
             rest = [items[k] for k in range(n) if k != i and k != j]
-            for merged in _merges(items[i], items[j]):
-                yield from _derivations(rest + [merged])
+            for merged, record in merge(items[i], items[j]):
+                yield from _walk(rest + [merged], merge, path + (record,))
 
 
 _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
 
 
-def _step_derivations(items: list[tuple[Fraction, str]], steps: tuple[Step, ...]) -> Iterator[Derivation]:
-    """Like ``_derivations`` but keeps the merges, for traces."""
-    if len(items) == 1:
-        yield Derivation(steps, _strip_outer(items[0][1]), items[0][0])
-        return
-    n = len(items)
-    for i in range(n):
-        for j in range(i + 1, n):
-            rest = [items[k] for k in range(n) if k != i and k != j]
-            (va, ea), (vb, eb) = items[i], items[j]
-            for op, (x, ex), (y, ey) in _ordered_merges((va, ea), (vb, eb)):
-                if op == "/" and y == 0:
-                    continue
-                value = _OPS[op](x, y)
-                yield from _step_derivations(
-                    rest + [(value, f"({ex}{op}{ey})")], steps + (Step(x, op, y, value),)
-                )
+def _value_merges(a: _Item, b: _Item) -> Iterator[tuple[_Item, tuple]]:
+    """(value, expression) merges, division by zero skipped; the record is ``Step``'s fields."""
+    for op, (x, ex), (y, ey) in _ordered_merges(a, b):
+        if op == "/" and y == 0:
+            continue
+        value = _OPS[op](x, y)
+        yield (value, f"({ex}{op}{ey})"), (x, op, y, value)
 
 
-def _ordered_merges(a, b):
-    """The same six merges as ``_merges``, as (op, left, right)."""
-    return (("+", a, b), ("*", a, b), ("-", a, b), ("-", b, a), ("/", a, b), ("/", b, a))
+def _derivations(nums: Sequence[int]) -> Iterator[tuple[_Item, tuple[tuple, ...]]]:
+    """Every ((value, expression), steps) the pairwise procedure ends with, one per derivation order."""
+    return _walk([(Fraction(int(n)), str(int(n))) for n in nums], _value_merges)
 
 
 def all_solutions(nums: Sequence[int], target: int, cap: int = 128) -> list[Derivation]:
     """Up to ``cap`` derivations reaching ``target``, one per distinct expression, in search order."""
     goal = Fraction(int(target))
     seen: dict[str, Derivation] = {}
-    for d in _step_derivations([(Fraction(int(n)), str(int(n))) for n in nums], ()):
-        if d.value == goal and d.expression not in seen:
-            seen[d.expression] = d
+    for (value, expr), steps in _derivations(nums):
+        expression = _strip_outer(expr)
+        if value == goal and expression not in seen:
+            seen[expression] = Derivation(tuple(Step(*step) for step in steps), expression, value)
             if len(seen) >= cap:
                 break
     return list(seen.values())
@@ -152,7 +139,7 @@ def _strip_outer(expr: str) -> str:
 def solve(nums: Sequence[int], target: int) -> str | None:
     """One expression using every number once that equals ``target`` exactly, or ``None``."""
     goal = Fraction(int(target))
-    for value, expr in _derivations([(Fraction(int(n)), str(int(n))) for n in nums]):
+    for (value, expr), _ in _derivations(nums):
         if value == goal:
             return _strip_outer(expr)
     return None
@@ -166,7 +153,7 @@ def solution_count(nums: Sequence[int], target: int, cap: int = 128) -> int:
     """
     goal = Fraction(int(target))
     found: set[str] = set()
-    for value, expr in _derivations([(Fraction(int(n)), str(int(n))) for n in nums]):
+    for (value, expr), _ in _derivations(nums):
         if value == goal:
             found.add(expr)
             if len(found) >= cap:
@@ -180,7 +167,7 @@ def solution_count(nums: Sequence[int], target: int, cap: int = 128) -> int:
 
 OP_SYMBOLS = ("+", "-", "*", "/")
 """Operator symbols, in the order of the ``requires_*`` columns and of the template operator masks."""
-_MERGE_OPS = (0, 2, 1, 1, 3, 3)  # merge k of ``_merges`` (a+b, a*b, a-b, b-a, a/b, b/a) -> OP_SYMBOLS index
+_MERGE_OPS = (0, 2, 1, 1, 3, 3)  # merge k of ``_ordered_merges`` (a+b, a*b, a-b, b-a, a/b, b/a) -> OP_SYMBOLS index
 FAST_MAX_NUMS = 5
 """Largest task size the batched path evaluates; larger tasks go to the exact Python path."""
 _CHUNK_ELEMENTS = 1 << 22  # tasks per chunk x final templates, bounds the chunk's working memory
@@ -245,26 +232,16 @@ class _Templates:
     """How many distinct symbols the template uses.  # (T,)"""
 
 
-def _symbolic(items: list[tuple[str, int, int]]) -> Iterator[tuple[str, int, int]]:
-    """(expression, depth, operator bit mask) of every derivation order, without skipping division by 0."""
-    if len(items) == 1:
-        yield items[0]
-        return
-    n = len(items)
-    for i in range(n):
-        for j in range(i + 1, n):
-            rest = [items[k] for k in range(n) if k != i and k != j]
-            (ea, da, ma), (eb, db, mb) = items[i], items[j]
-            depth = max(da, db) + 1
-            for k, (x, op, y) in enumerate(((ea, "+", eb), (ea, "*", eb), (ea, "-", eb), (eb, "-", ea),
-                                            (ea, "/", eb), (eb, "/", ea))):  # fmt: skip
-                mask = ma | mb | (1 << _MERGE_OPS[k])
-                yield from _symbolic(rest + [(f"({x}{op}{y})", depth, mask)])
+def _symbolic_merges(a: tuple[str, int, int], b: tuple[str, int, int]):
+    """(expression template, depth, operator bit mask) merges, without skipping division by zero."""
+    depth = max(a[1], b[1]) + 1
+    for k, (op, x, y) in enumerate(_ordered_merges(a, b)):
+        yield (f"({x[0]}{op}{y[0]})", depth, a[2] | b[2] | (1 << _MERGE_OPS[k])), None
 
 
 @cache
 def _templates(k: int) -> _Templates:
-    rows = list(_symbolic([(f"{{{p}}}", 0, 0) for p in range(k)]))
+    rows = [item for item, _ in _walk([(f"{{{p}}}", 0, 0) for p in range(k)], _symbolic_merges)]
     masks = np.array([m for _, _, m in rows], dtype=np.int64)
     ops = (masks[:, None] >> np.arange(len(OP_SYMBOLS))) & 1 == 1  # (T, 4)
     depth = np.array([d for _, d, _ in rows], dtype=np.int64)  # (T,)
@@ -474,28 +451,24 @@ def _batch_features(nums: np.ndarray, target: np.ndarray, cap: int, nps_cap: int
 # --- exact Python path: the same fields by plain recursion on Fractions -----------------------------------
 
 
-def _exact_derivations(items: list[tuple]) -> Iterator[tuple]:
-    """Per derivation order: (value, expression, depth, operator mask, has a non-integer).
+def _exact_merges(a: tuple, b: tuple):
+    """Merges of (value, expression, depth, operator mask, has a non-integer), division by zero skipped.
 
     The flag covers the merge results strictly inside the expression (not the numbers, not the
-    final value). The order and the division-by-zero skips are those of ``_derivations``.
+    final value).
     """
-    if len(items) == 1:
-        yield items[0]
-        return
-    n = len(items)
-    for i in range(n):
-        for j in range(i + 1, n):
-            rest = [items[k] for k in range(n) if k != i and k != j]
-            a, b = items[i], items[j]
-            frac = a[4] or b[4] or any(x[2] > 0 and x[0].denominator != 1 for x in (a, b))
-            for k, (x, y) in enumerate(((a, b), (a, b), (a, b), (b, a), (a, b), (b, a))):
-                op = OP_SYMBOLS[_MERGE_OPS[k]]
-                if op == "/" and y[0] == 0:
-                    continue
-                merged = (_OPS[op](x[0], y[0]), f"({x[1]}{op}{y[1]})", max(a[2], b[2]) + 1,
-                          a[3] | b[3] | (1 << _MERGE_OPS[k]), frac)  # fmt: skip
-                yield from _exact_derivations(rest + [merged])
+    frac = a[4] or b[4] or any(x[2] > 0 and x[0].denominator != 1 for x in (a, b))
+    for k, (op, x, y) in enumerate(_ordered_merges(a, b)):
+        if op == "/" and y[0] == 0:
+            continue
+        merged = (_OPS[op](x[0], y[0]), f"({x[1]}{op}{y[1]})", max(a[2], b[2]) + 1,
+                  a[3] | b[3] | (1 << _MERGE_OPS[k]), frac)  # fmt: skip
+        yield merged, None
+
+
+def _exact_derivations(items: list[tuple]) -> Iterator[tuple]:
+    """Per derivation order, the last item of ``_exact_merges`` (the order of ``_derivations``)."""
+    return (item for item, _ in _walk(items, _exact_merges))
 
 
 def _leaves(nums: Sequence[int]) -> list[tuple]:
