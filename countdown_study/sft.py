@@ -565,6 +565,65 @@ def ship(out_dir: Path, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> Path:
     return dest
 
 
+QUALITY_N = 16
+"""Samples per held-out task when measuring the shipped checkpoint's quality."""
+QUALITY_GOAL = {"pass@1": (0.25, 0.45), "pass@16": (0.65, 1.0), "well_formed": (0.9, 1.0)}
+"""Ranges the shipped checkpoint should fall in (and 3-number tasks clearly easier than 4-number)."""
+
+
+def quality_sampling():
+    """How quality is measured: temperature 1.0, no top-p / top-k, 96 new tokens, fp32 weights."""
+    from countdown_study.rollout import SamplingConfig
+
+    return SamplingConfig(
+        engine="native", temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=96, stop_at_answer=False
+    )
+
+
+def measure_quality(config: SFTConfig, policy_dir: Path, out_dir: Path | None = None, seed: int = 0) -> dict:
+    """Evaluate a policy on the run's held-out tasks (``QUALITY_N`` samples each) and return its quality.
+
+    The full summary is written to ``out_dir/eval_heldout.json`` when ``out_dir`` is given.
+    """
+    from countdown_study.evaluate import evaluate
+    from countdown_study.policy import load_policy, prompt_template
+    from countdown_study.runstore import atomic_write_json
+
+    model, tokenizer = load_policy(policy_dir)
+    source = f"generated:{config.heldout_count}:{config.heldout_seed}"
+    sampling = quality_sampling()
+    result = evaluate(
+        model, tokenizer, task_data.load_tasks(source), n=QUALITY_N, sampling=sampling, seed=seed,
+        template=prompt_template(model),
+    )  # fmt: skip
+    summary = result.summary
+    measured_with = {"policy": str(policy_dir), "tasks": source, "seed": seed, "sampling": asdict(sampling)}
+    if out_dir is not None:
+        atomic_write_json(Path(out_dir) / "eval_heldout.json", {**summary, "config": measured_with})
+    keep = ("pass@1", "pass@2", "pass@4", "pass@8", "pass@16", "avg_pass@k", "mean_score", "exact_rate",
+            "well_formed", "answer_spans_per_rollout", "abandoned_rate", "num_tasks", "n")  # fmt: skip
+    quality = {key: summary[key] for key in keep if key in summary}
+    quality["by_num_count"] = {
+        str(count): {key: group[key] for key in ("num_tasks", "pass@1", "pass@16", "well_formed")}
+        for count, group in summary["by_num_count"].items()
+    }
+    quality["measured_with"] = {**measured_with, "policy": "embedded"}
+    return quality
+
+
+def quality_shortfalls(quality: dict) -> list[str]:
+    """Which parts of ``QUALITY_GOAL`` a measured quality misses (empty: it meets the goal)."""
+    missed = [
+        f"{key} {quality[key]:.3f} outside [{low}, {high}]"
+        for key, (low, high) in QUALITY_GOAL.items()
+        if not low <= quality[key] <= high
+    ]
+    by_count = quality.get("by_num_count", {})
+    if "3" in by_count and "4" in by_count and by_count["3"]["pass@1"] <= by_count["4"]["pass@1"]:
+        missed.append("3-number tasks are not easier than 4-number tasks")
+    return missed
+
+
 def record_quality(quality: dict, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> None:
     """Store measured quality (pass@k, well-formed, per number count, how it was measured) in ``sft.json``."""
     info_file = Path(dest) / SHIPPED_INFO_FILE
@@ -631,5 +690,10 @@ def cli_main(args: argparse.Namespace) -> int:
     )
     if args.ship:
         dest = ship(out_dir)
-        print(f"shipped to {dest}")
+        quality = measure_quality(config, dest, out_dir)
+        record_quality(quality, dest)
+        print(f"shipped to {dest}: pass@1 {quality['pass@1']:.3f}, pass@16 {quality['pass@16']:.3f}, "
+              f"well-formed {quality['well_formed']:.3f}")  # fmt: skip
+        for problem in quality_shortfalls(quality):
+            print(f"quality goal missed: {problem}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from dataclasses import replace
 from fractions import Fraction
@@ -315,8 +316,25 @@ def test_ship_writes_a_loadable_policy_and_its_facts(tmp_path):
     )
     info = (dest / sft.SHIPPED_INFO_FILE).read_text()
     assert '"steps_done": 6' in info and '"quality": null' in info
-    sft.record_quality({"pass@1": 0.3}, dest)
-    assert '"pass@1": 0.3' in (dest / sft.SHIPPED_INFO_FILE).read_text()
+    quality = sft.measure_quality(TINY, dest, tmp_path / "run")
+    assert quality["num_tasks"] == TINY.heldout_count and quality["n"] == sft.QUALITY_N
+    assert set(quality["by_num_count"]) == {"3", "4"}
+    assert quality["measured_with"]["tasks"] == "generated:20:0"
+    saved = json.loads((tmp_path / "run" / "eval_heldout.json").read_text())
+    assert saved["pass@1"] == quality["pass@1"] and saved["config"]["sampling"]["temperature"] == 1.0
+    sft.record_quality(quality, dest)
+    assert json.loads((dest / sft.SHIPPED_INFO_FILE).read_text())["quality"] == quality
+
+
+def test_quality_shortfalls_name_what_misses_the_goal():
+    good = {"pass@1": 0.3, "pass@16": 0.7, "well_formed": 0.99,
+            "by_num_count": {"3": {"pass@1": 0.5}, "4": {"pass@1": 0.1}}}  # fmt: skip
+    assert sft.quality_shortfalls(good) == []
+    low = {**good, "pass@1": 0.215, "by_num_count": {"3": {"pass@1": 0.1}, "4": {"pass@1": 0.2}}}
+    assert sft.quality_shortfalls(low) == [
+        "pass@1 0.215 outside [0.25, 0.45]",
+        "3-number tasks are not easier than 4-number tasks",
+    ]
 
 
 def test_command_line_options_reach_the_config():
