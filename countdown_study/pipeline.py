@@ -70,6 +70,8 @@ def execute_notebook(
     tmp = executed / "failed" / notebook.name
     tmp.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
+    if not progress:  # several at once: a line per start instead of interleaved bars
+        print(f"started {notebook.name} at {time.strftime('%H:%M:%S')}", flush=True)
     try:
         pm.execute_notebook(
             str(notebook),
