@@ -167,7 +167,8 @@ def solution_count(nums: Sequence[int], target: int, cap: int = 128) -> int:
 
 OP_SYMBOLS = ("+", "-", "*", "/")
 """Operator symbols, in the order of the ``requires_*`` columns and of the template operator masks."""
-_MERGE_OPS = (0, 2, 1, 1, 3, 3)  # merge k of ``_ordered_merges`` (a+b, a*b, a-b, b-a, a/b, b/a) -> OP_SYMBOLS index
+# merge k of ``_ordered_merges`` (a+b, a*b, a-b, b-a, a/b, b/a) -> its OP_SYMBOLS index
+_MERGE_OPS = (0, 2, 1, 1, 3, 3)
 FAST_MAX_NUMS = 5
 """Largest task size the batched path evaluates; larger tasks go to the exact Python path."""
 _CHUNK_ELEMENTS = 1 << 22  # tasks per chunk x final templates, bounds the chunk's working memory
