@@ -157,11 +157,16 @@ def _git(*args: str, cwd: Path) -> str | None:
 def git_state(root: Path | None = None) -> dict[str, Any]:
     """``{"git_sha", "git_dirty"}`` of the project repository (None outside git).
 
-    Dirty means tracked files differ from the commit (untracked files are not counted).
+    Dirty means tracked files outside ``results/`` differ from the commit: the code, not the outputs a
+    study is writing (untracked files are not counted either).
     """
     cwd = root or paths.project_root()
     sha = _git("rev-parse", "HEAD", cwd=cwd)
-    status = _git("status", "--porcelain", "--untracked-files=no", cwd=cwd) if sha else None
+    status = (
+        _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results", cwd=cwd)
+        if sha
+        else None
+    )
     return {"git_sha": sha, "git_dirty": None if status is None else bool(status)}
 
 

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -43,9 +42,10 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from countdown_study import tasks as task_data
-from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR, project_root, runs_dir
+from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR, runs_dir
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN, format_prompt
+from countdown_study.runstore import git_state
 from countdown_study.solver import Derivation, Step, all_solutions, random_derivation
 from countdown_study.tasks import Task
 
@@ -437,7 +437,7 @@ def train_sft(
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    code_state = _git_state()  # the code this segment runs
+    code_state = git_state()  # the code this segment runs
     torch.set_num_threads(config.threads)
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, config.model, seed=config.seed)
@@ -510,21 +510,6 @@ def train_sft(
 # ---------------------------------------------------------------------------------------------------
 
 
-def _git_state() -> dict:
-    """Commit and dirty flag of the repository holding the package (empty when unavailable)."""
-    root = project_root()
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return {}
-    return {"git_sha": sha.stdout.strip(), "git_dirty": bool(dirty.stdout.strip())}
-
-
 def run_facts(
     config: SFTConfig, steps_done: int, wall_seconds: float, final_loss: float, code_state: dict | None = None
 ) -> dict:
@@ -537,7 +522,7 @@ def run_facts(
         "wall_seconds": round(wall_seconds, 1),
         "steps_per_second": round(steps_done / wall_seconds, 4) if wall_seconds > 0 else None,
         "final_loss": final_loss,
-        **(_git_state() if code_state is None else code_state),
+        **(git_state() if code_state is None else code_state),
         "versions": {
             "python": platform.python_version(),
             "torch": torch.__version__,

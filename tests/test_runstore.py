@@ -279,3 +279,21 @@ def test_a_killed_holder_frees_the_lock(tmp_path):
     holder.wait()
     with store.lock(wait=False):
         pass
+
+
+def test_git_state_counts_code_changes_not_study_outputs(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "table.csv").write_text("a\n1\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    assert runstore.git_state(tmp_path)["git_dirty"] is False
+    (tmp_path / "results" / "table.csv").write_text("a\n2\n")  # a study rewriting its tables
+    (tmp_path / "new.py").write_text("y = 2\n")  # untracked
+    assert runstore.git_state(tmp_path)["git_dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert runstore.git_state(tmp_path)["git_dirty"] is True
