@@ -213,11 +213,4 @@ def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
 def train_ipo(config: IPOConfig, root=None, progress: bool = True, wait: bool = True):
     """Run (or load) the IPO stage in the run store; returns the finished store (see ``train.train``)."""
     store = RunStore.open(config, root=root, prefix="ipo", identity=policy_identity(config.policy))
-    if store.is_done:
-        return store
-    with store.lock(wait=wait):
-        if not store.is_done:
-            torch.set_num_threads(config.threads)  # before start(): provenance records the thread count
-            store.start()
-            store.finish(run_ipo(config, store, progress))
-    return store
+    return store.complete(lambda s: run_ipo(config, s, progress), threads=config.threads, wait=wait)

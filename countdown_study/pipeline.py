@@ -71,7 +71,7 @@ def execute_notebook(
     tmp.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     if not progress:  # several at once: a line per start instead of interleaved bars
-        print(f"started {notebook.name} at {time.strftime('%H:%M:%S')}", flush=True)
+        print(f"started {notebook.name} at {time.strftime('%H:%M:%S')}\n", end="", flush=True)  # one write
     try:
         pm.execute_notebook(
             str(notebook),
@@ -115,7 +115,9 @@ def run_notebooks(
         for future in as_completed(futures):
             done = future.result()
             print(
-                f"{'finished' if done.ok else 'FAILED'} {done.notebook} in {done.seconds:.0f} s", flush=True
+                f"{'finished' if done.ok else 'FAILED'} {done.notebook} in {done.seconds:.0f} s\n",
+                end="",
+                flush=True,
             )
         return [f.result() for f in futures]
 

@@ -262,7 +262,8 @@ class RunStore:
         """Hold the run's lock: one process at a time runs a run; the OS frees it if the process dies.
 
         With ``wait=False`` a run held by another process raises ``RunBusyError`` at once. Callers
-        check ``is_done`` again once they hold the lock: the other process may have finished it.
+        check ``is_done`` again once they hold the lock (``complete`` does): the other process may
+        have finished it.
         """
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / LOCK, "a") as handle:
@@ -313,6 +314,38 @@ class RunStore:
         record["finished"] = _now()
         atomic_write_json(self.path / "provenance.json", record)
         atomic_write_text(self.path / DONE, record["finished"] + "\n")
+
+    def complete(
+        self,
+        run: Callable[[RunStore], Mapping[str, Any] | None],
+        threads: int | None = None,
+        resume_checkpoint: str | None = None,
+        wait: bool = True,
+    ) -> RunStore:
+        """Finish the run unless it is finished: ``run(self)`` under the lock, then ``finish`` its results.
+
+        The one way studies run a run. Another process running it is waited for and its results used
+        (``wait=False``: ``RunBusyError`` at once). ``threads`` sets torch's thread count before the
+        attempt starts, so that provenance records it. With ``resume_checkpoint`` an unfinished attempt
+        that left ``checkpoints/<resume_checkpoint>`` is continued (``run`` reads the checkpoint) instead
+        of started over. If ``run`` raises, the run stays unfinished.
+        """
+        if self.is_done:
+            return self
+        with self.lock(wait=wait):
+            if self.is_done:  # finished by another process while this one waited
+                return self
+            if threads is not None:
+                torch.set_num_threads(threads)
+            resumable = (
+                resume_checkpoint is not None
+                and (self.path / "provenance.json").exists()
+                and (self.path / "checkpoints" / resume_checkpoint).exists()
+            )
+            if not resumable:
+                self.start()
+            self.finish(run(self))
+        return self
 
     # -- writing ------------------------------------------------------------------------------------
 
@@ -387,9 +420,4 @@ def run_or_load(
 
     If ``run`` raises, the run stays unfinished and the next call starts it again.
     """
-    store = RunStore.open(config, root=root, prefix=prefix, identity=identity)
-    with store.lock():
-        if not store.is_done:
-            store.start()
-            store.finish(run(store))
-    return store.load_results()
+    return RunStore.open(config, root=root, prefix=prefix, identity=identity).complete(run).load_results()

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from countdown_study import evaluate as evaluation
 from countdown_study.ipo import IPOConfig, train_ipo
@@ -160,22 +159,19 @@ class EvalRunConfig:
 def evaluate_policy_run(config: EvalRunConfig, root=None, wait: bool = True) -> RunStore:
     """Evaluate ``config.policy`` once and keep the verdict table in the run store (see ``train.train``)."""
     store = RunStore.open(config, root=root, prefix="eval", identity=policy_identity(config.policy))
-    if store.is_done:
-        return store
-    with store.lock(wait=wait):
-        if store.is_done:
-            return store
-        torch.set_num_threads(config.threads)
-        store.start()
-        model, tokenizer = load_policy(config.policy)
-        _, eval_tasks = study_tasks(config)
-        result = evaluation.evaluate(
-            model, tokenizer, eval_tasks, n=config.eval_n, sampling=config.eval_sampling, seed=config.seed,
-            template=prompt_template(model),
-        )  # fmt: skip
-        save_evaluation(store, result)
-        store.finish({"eval": result.summary})
-    return store
+    return store.complete(lambda s: _evaluate_policy(config, s), threads=config.threads, wait=wait)
+
+
+def _evaluate_policy(config: EvalRunConfig, store: RunStore) -> dict:
+    """The body of an evaluation run: evaluate the policy, keep its verdict table, return the summary."""
+    model, tokenizer = load_policy(config.policy)
+    _, eval_tasks = study_tasks(config)
+    result = evaluation.evaluate(
+        model, tokenizer, eval_tasks, n=config.eval_n, sampling=config.eval_sampling, seed=config.seed,
+        template=prompt_template(model),
+    )  # fmt: skip
+    save_evaluation(store, result)
+    return {"eval": result.summary}
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -457,19 +457,10 @@ def train(
     Another process running the same config is waited for (``wait=False``: ``RunBusyError``).
     """
     store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.policy))
-    if store.is_done:
-        return store
-    with store.lock(wait=wait):
-        if store.is_done:  # finished by another process while this one waited
-            return store
-        torch.set_num_threads(config.threads)  # before start(): provenance records the thread count
-        if (
-            not (store.path / "provenance.json").exists()
-            or not (store.path / "checkpoints" / CHECKPOINT).exists()
-        ):
-            store.start()
-        store.finish(run_training(config, store, aux_losses, progress))
-    return store
+    return store.complete(
+        lambda s: run_training(config, s, aux_losses, progress),
+        threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait,
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------

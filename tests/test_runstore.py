@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pytest
+import torch
 
 import countdown_study
 from countdown_study import paths, runstore
@@ -190,6 +191,50 @@ def test_run_or_load_runs_once_and_reruns_after_a_crash(tmp_path):
     assert calls == ["crash", "train"]
     # The crashed attempt's log was cleared when the fresh attempt started.
     assert RunStore.open(ToyConfig(), root=tmp_path).read_steps() == [{"step": 0}]
+
+
+def test_complete_continues_an_attempt_only_from_its_checkpoint(tmp_path):
+    def crashing(store):
+        store.log_step({"step": 0})
+        if with_checkpoint:
+            (store.checkpoint_dir / "last.pt").write_text("weights")
+        raise KeyboardInterrupt
+
+    def resuming(store):
+        steps = store.read_steps()
+        store.log_step({"step": len(steps)})
+        return {"steps_seen_before": len(steps)}
+
+    for with_checkpoint, seen in ((True, 1), (False, 0)):
+        store = RunStore.open(ToyConfig(lr=float(with_checkpoint)), root=tmp_path)
+        with pytest.raises(KeyboardInterrupt):
+            store.complete(crashing, resume_checkpoint="last.pt")
+        started = store.provenance()["started"]
+        assert store.complete(resuming, resume_checkpoint="last.pt") is store
+        assert store.load_results() == {"steps_seen_before": seen}
+        assert len(store.read_steps()) == seen + 1
+        if with_checkpoint:  # the same attempt went on: its provenance was kept
+            assert store.provenance()["started"] == started
+
+
+def test_complete_sets_threads_before_provenance_and_loads_a_finished_run(tmp_path):
+    store = RunStore.open(ToyConfig(), root=tmp_path)
+    before = torch.get_num_threads()
+    try:
+        store.complete(lambda s: {"threads": torch.get_num_threads()}, threads=1)
+        assert store.provenance()["torch_threads"] == 1
+        assert store.complete(lambda s: pytest.fail("a finished run ran again")).load_results() == {
+            "threads": 1
+        }
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_complete_without_waiting_refuses_a_held_run(tmp_path):
+    store = RunStore.open(ToyConfig(), root=tmp_path)
+    with store.lock(), pytest.raises(RunBusyError, match=store.run_id):
+        store.complete(lambda s: pytest.fail("ran a held run"), wait=False)
+    assert not store.is_done
 
 
 def test_torn_last_step_line_is_skipped(tmp_path):
