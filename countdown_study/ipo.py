@@ -25,7 +25,7 @@ from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.prompts import format_prompt
 from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
 from countdown_study.runstore import RunStore
-from countdown_study.train import rewards_of, save_evaluation, step_seed, study_tasks
+from countdown_study.train import evaluate_run, rewards_of, step_seed, study_tasks
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,6 @@ def fit_ipo(
 
 def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
     """Collect pairs from the starting policy, fit IPO, evaluate; returns the results dict."""
-    torch.set_num_threads(config.threads)
     model, tokenizer = load_policy(config.policy)
     ref_model, _ = load_policy(config.policy)
     template = prompt_template(model)
@@ -199,11 +198,7 @@ def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
     if not pairs:
         raise ValueError("no preference pairs: no prompt had both a verifying and a failing sample")
     steps = fit_ipo(model, ref_model, rollouts, pairs, config, store.log_step, progress)
-    result = evaluation.evaluate(
-        model, tokenizer, eval_tasks, n=config.eval_n, sampling=config.eval_sampling, seed=config.seed,
-        template=template,
-    )  # fmt: skip
-    save_evaluation(store, result)
+    result = evaluate_run(store, config, model, tokenizer, eval_tasks, template)
     model.save_pretrained(store.checkpoint_dir / "final")
     tokenizer.save_pretrained(store.checkpoint_dir / "final")
     pair_exact = float((rewards >= 1.0).mean())

@@ -42,10 +42,12 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from countdown_study import tasks as task_data
+from countdown_study.evaluate import evaluate
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR, runs_dir
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
+from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
 from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN, format_prompt
-from countdown_study.runstore import git_state
+from countdown_study.rollout import SamplingConfig
+from countdown_study.runstore import atomic_write_json, git_state
 from countdown_study.solver import Derivation, Step, all_solutions, random_derivation
 from countdown_study.tasks import Task
 
@@ -537,8 +539,6 @@ def ship(out_dir: Path, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> Path:
     ``sft.json`` holds the run's facts; its ``quality`` entry is emptied until ``record_quality`` fills
     it for these weights.
     """
-    from countdown_study.policy import load_policy
-
     model, tokenizer = load_policy(final_model_dir(out_dir))
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -554,15 +554,10 @@ QUALITY_N = 16
 """Samples per held-out task when measuring the shipped checkpoint's quality."""
 QUALITY_GOAL = {"pass@1": (0.25, 0.45), "pass@16": (0.65, 1.0), "well_formed": (0.9, 1.0)}
 """Ranges the shipped checkpoint should fall in (and 3-number tasks clearly easier than 4-number)."""
-
-
-def quality_sampling():
-    """How quality is measured: temperature 1.0, no top-p / top-k, 96 new tokens, fp32 weights."""
-    from countdown_study.rollout import SamplingConfig
-
-    return SamplingConfig(
-        engine="native", temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=96, stop_at_answer=False
-    )
+QUALITY_SAMPLING = SamplingConfig(
+    engine="native", temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=96, stop_at_answer=False
+)
+"""How quality is measured: temperature 1.0, no top-p / top-k, 96 new tokens, fp32 weights."""
 
 
 def measure_quality(config: SFTConfig, policy_dir: Path, out_dir: Path | None = None, seed: int = 0) -> dict:
@@ -570,13 +565,9 @@ def measure_quality(config: SFTConfig, policy_dir: Path, out_dir: Path | None = 
 
     The full summary is written to ``out_dir/eval_heldout.json`` when ``out_dir`` is given.
     """
-    from countdown_study.evaluate import evaluate
-    from countdown_study.policy import load_policy, prompt_template
-    from countdown_study.runstore import atomic_write_json
-
     model, tokenizer = load_policy(policy_dir)
     source = f"generated:{config.heldout_count}:{config.heldout_seed}"
-    sampling = quality_sampling()
+    sampling = QUALITY_SAMPLING
     result = evaluate(
         model, tokenizer, task_data.load_tasks(source), n=QUALITY_N, sampling=sampling, seed=seed,
         template=prompt_template(model),

@@ -25,7 +25,7 @@ from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runstore import RunBusyError, RunStore
 from countdown_study.stats import aggregate_seeds, paired_bootstrap
-from countdown_study.train import TrainConfig, save_evaluation, study_tasks, train
+from countdown_study.train import TrainConfig, evaluate_run, study_tasks, train
 
 # ---------------------------------------------------------------------------------------------------
 # Presets
@@ -166,11 +166,7 @@ def _evaluate_policy(config: EvalRunConfig, store: RunStore) -> dict:
     """The body of an evaluation run: evaluate the policy, keep its verdict table, return the summary."""
     model, tokenizer = load_policy(config.policy)
     _, eval_tasks = study_tasks(config)
-    result = evaluation.evaluate(
-        model, tokenizer, eval_tasks, n=config.eval_n, sampling=config.eval_sampling, seed=config.seed,
-        template=prompt_template(model),
-    )  # fmt: skip
-    save_evaluation(store, result)
+    result = evaluate_run(store, config, model, tokenizer, eval_tasks, prompt_template(model))
     return {"eval": result.summary}
 
 

@@ -374,11 +374,20 @@ def _truncate_log(store: RunStore, steps_done: int) -> None:
 # ---------------------------------------------------------------------------------------------------
 
 
-def save_evaluation(store: RunStore, result: evaluation.EvalResult) -> None:
-    """The compact verdict table (kept in git) as ``tables/eval.parquet``; raw texts beside it (ignored)."""
+def evaluate_run(store: RunStore, config, model, tokenizer, eval_tasks, template) -> evaluation.EvalResult:
+    """Evaluate with the run config's ``eval_n``, ``eval_sampling`` and ``seed`` and keep the verdicts.
+
+    The compact verdict table (kept in git) goes to ``tables/eval.parquet``, raw texts beside it
+    (ignored by git).
+    """
+    result = evaluation.evaluate(
+        model, tokenizer, eval_tasks, n=config.eval_n, sampling=config.eval_sampling, seed=config.seed,
+        template=template,
+    )  # fmt: skip
     store.write_table("eval", result.samples.drop(columns=["completion"]))
     with atomic_path(store.path / "samples.parquet") as tmp:
         result.samples[["task_index", "sample_index", "completion"]].to_parquet(tmp, index=False)
+    return result
 
 
 def _tensorboard(store: RunStore):
@@ -393,7 +402,6 @@ def run_training(
     config: TrainConfig, store: RunStore, aux_losses: Sequence = (), progress: bool = True
 ) -> dict:
     """Train (resuming from the store's checkpoint if any), evaluate, and return the results dict."""
-    torch.set_num_threads(config.threads)
     model, tokenizer = load_policy(config.policy, tokenizer=config.tokenizer)
     ref_model = None
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
@@ -429,16 +437,7 @@ def run_training(
             save_checkpoint(store, step + 1, model, optimizer, sampler)
     if writer is not None:
         writer.close()
-    result = evaluation.evaluate(
-        model,
-        tokenizer,
-        eval_tasks,
-        n=config.eval_n,
-        sampling=config.eval_sampling,
-        seed=config.seed,
-        template=template,
-    )
-    save_evaluation(store, result)
+    result = evaluate_run(store, config, model, tokenizer, eval_tasks, template)
     model.save_pretrained(store.checkpoint_dir / "final")
     tokenizer.save_pretrained(store.checkpoint_dir / "final")
     return {"eval": result.summary, "steps": config.steps}
