@@ -31,10 +31,10 @@ def worker(threads: int, seed: int, warmup: int, steps: int, barrier, queue) -> 
     """Run ``warmup + steps`` RLOO steps; put (timed-phase start, end, per-step seconds) on ``queue``."""
     import torch
 
+    from countdown_study.countdown.tasks import generate_tasks
     from countdown_study.policy import load_policy, prompt_template
     from countdown_study.samplers import make_sampler
-    from countdown_study.tasks import generate_tasks
-    from countdown_study.train import preset, rloo_step
+    from countdown_study.training.loop import preset, rloo_step
 
     torch.set_num_threads(threads)
     config = preset("cpu", seed=seed, threads=threads)
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per process")
     args = parser.parse_args()
 
-    from countdown_study.runstore import atomic_write_json, provenance
+    from countdown_study.runs.store import atomic_write_json, provenance
 
     load_before = os.getloadavg()
     one = measure(1, 2, args.warmup, args.steps)

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN, format_prompt
-from countdown_study.runstore import atomic_write_json, provenance
-from countdown_study.verifier import compute_score, scan_answers, verify
+from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN, format_prompt
+from countdown_study.countdown.verifier import compute_score, scan_answers, verify
+from countdown_study.runs.store import atomic_write_json, provenance
 
 RESULTS = Path(__file__).resolve().parent / "results" / "verifier_fuzz.json"
 FORMAT_SCORE, SCORE = 0.1, 1.0

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from countdown_study import evaluate as ev
-from countdown_study.evaluate import (
+from countdown_study.countdown.tasks import Task
+from countdown_study.evaluation import evaluate as ev
+from countdown_study.evaluation.evaluate import (
     EVAL_SAMPLING,
     EvalResult,
     batch_seed,
@@ -20,7 +21,6 @@ from countdown_study.evaluate import (
     summarize,
 )
 from countdown_study.rollout import Rollouts, SamplingConfig
-from countdown_study.tasks import Task
 
 # ---------------------------------------------------------------------------------------------------
 # pass@k

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from countdown_study.ipo import PreferencePair, ipo_loss, preference_pairs
+from countdown_study.training.ipo import PreferencePair, ipo_loss, preference_pairs
 
 
 def test_pairs_only_from_mixed_groups_and_capped():
@@ -57,9 +57,9 @@ def _tiny_policy(folder):
 
 
 def test_fit_ipo_widens_the_margin_of_the_chosen_samples(tmp_path):
-    from countdown_study.ipo import IPOConfig, _sequence_scores, fit_ipo
     from countdown_study.policy import load_policy
     from countdown_study.rollout import SamplingConfig, sample
+    from countdown_study.training.ipo import IPOConfig, _sequence_scores, fit_ipo
 
     folder = _tiny_policy(tmp_path / "policy")
     model, tokenizer = load_policy(folder)
@@ -86,8 +86,8 @@ def test_fit_ipo_widens_the_margin_of_the_chosen_samples(tmp_path):
 
 
 def test_ipo_stage_refuses_a_policy_with_no_verifying_samples(tmp_path):
-    from countdown_study.ipo import IPOConfig, train_ipo
     from countdown_study.rollout import SamplingConfig
+    from countdown_study.training.ipo import IPOConfig, train_ipo
 
     config = IPOConfig(
         policy=_tiny_policy(tmp_path / "policy"), train_tasks="generated:100:1", eval_tasks="generated:10:0",

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from countdown_study.paths import notebooks_dir
-from countdown_study.pipeline import list_notebooks, run_notebooks
+from countdown_study.study.pipeline import list_notebooks, run_notebooks
 
 NOTEBOOKS = list_notebooks()
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN, answer_span, format_prompt
+from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN, answer_span, format_prompt
 
 
 def test_compact_prompt_exact():

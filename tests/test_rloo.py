@@ -6,9 +6,8 @@ import math
 import pytest
 import torch
 
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
-from countdown_study.prompts import format_prompt
-from countdown_study.rloo import (
+from countdown_study.countdown.prompts import format_prompt
+from countdown_study.objectives.rloo import (
     RLOOConfig,
     aggregate,
     importance_weights,
@@ -16,6 +15,7 @@ from countdown_study.rloo import (
     rloo_advantages,
     rloo_loss,
 )
+from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
 
 POLICY_ONLY = RLOOConfig(kl_coef=0.0, entropy_coef=0.0)

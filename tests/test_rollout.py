@@ -11,8 +11,8 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 from transformers import PreTrainedTokenizerFast
 
 from countdown_study import rollout
+from countdown_study.countdown.prompts import ANSWER_CLOSE, format_prompt
 from countdown_study.policy import build_model, build_tokenizer
-from countdown_study.prompts import ANSWER_CLOSE, format_prompt
 from countdown_study.rollout import (
     VLLM_INSTALL_HINT,
     SamplingConfig,

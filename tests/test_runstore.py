@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import countdown_study
-from countdown_study import paths, runstore
-from countdown_study.runstore import (
+from countdown_study import paths
+from countdown_study.runs import store as runstore
+from countdown_study.runs.store import (
     RunBusyError,
     RunNotFinishedError,
     RunStore,

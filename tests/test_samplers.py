@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from countdown_study.countdown.tasks import Task
 from countdown_study.samplers import Batch, make_sampler, rng_for
-from countdown_study.tasks import Task
 
 POOL = [Task((1, 2, 3), t) for t in range(10, 23)]  # 13 tasks: batches of 4 cross epoch boundaries
 

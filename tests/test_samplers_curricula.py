@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from countdown_study.countdown.tasks import Task, level_labels
 from countdown_study.samplers import SAMPLERS, Batch, make_sampler, rng_for
 from countdown_study.samplers.fixed_buckets import (
     FixedBucketConfig,
@@ -20,7 +21,6 @@ from countdown_study.samplers.reward_adaptive import (
 )
 from countdown_study.samplers.sliding_window import controller_move, level_members
 from countdown_study.samplers.staged import stage_index
-from countdown_study.tasks import Task, level_labels
 
 EASY3 = [Task((1, 2, 3), t) for t in (6, 5, 7, 9)]
 HARD4 = [Task((1, 2, 3, 4), t) for t in (10, 24, 14, 20)]

@@ -12,12 +12,12 @@ from random import Random
 import pytest
 import torch
 
-from countdown_study import sft
+from countdown_study.countdown.prompts import ANSWER_OPEN, THINK_OPEN
+from countdown_study.countdown.solver import Derivation, Step, all_solutions
+from countdown_study.countdown.tasks import Task, generate_tasks
+from countdown_study.countdown.verifier import compute_score, scan_answers
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
-from countdown_study.prompts import ANSWER_OPEN, THINK_OPEN
-from countdown_study.solver import Derivation, Step, all_solutions
-from countdown_study.tasks import Task, generate_tasks
-from countdown_study.verifier import compute_score, scan_answers
+from countdown_study.training import sft
 
 TINY_MODEL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 TINY = sft.SFTConfig(

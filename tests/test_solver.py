@@ -14,7 +14,7 @@ from random import Random
 import numpy as np
 import pytest
 
-from countdown_study.solver import (
+from countdown_study.countdown.solver import (
     DV_COLUMNS,
     all_solutions,
     difficulty_vectors,
@@ -22,7 +22,7 @@ from countdown_study.solver import (
     solution_count,
     solve,
 )
-from countdown_study.tasks import Task
+from countdown_study.countdown.tasks import Task
 
 # --- brute-force reference --------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from countdown_study.stats import aggregate_seeds, paired_bootstrap, wilson_interval
+from countdown_study.study.stats import aggregate_seeds, paired_bootstrap, wilson_interval
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdown_study import outputs, plots, study
+from countdown_study import study
 from countdown_study.policy import policy_identity
-from countdown_study.runstore import RunStore
+from countdown_study.reporting import outputs, plots
+from countdown_study.runs.store import RunStore
 from countdown_study.study import (
     STUDY_PRESETS,
     Method,

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdown_study import solver
-from countdown_study import tasks as tasks_module
-from countdown_study.tasks import (
+from countdown_study.countdown import solver
+from countdown_study.countdown import tasks as tasks_module
+from countdown_study.countdown.tasks import (
     LEVELS,
     TIERS,
     GeneratorConfig,

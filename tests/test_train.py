@@ -11,10 +11,10 @@ from dataclasses import replace
 import pytest
 import torch
 
+from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
-from countdown_study.rloo import RLOOConfig
 from countdown_study.rollout import Rollouts, SamplingConfig, sequence_logprobs
-from countdown_study.train import (
+from countdown_study.training.loop import (
     TrainConfig,
     length_grouped,
     policy_update,
@@ -109,8 +109,8 @@ def test_bad_config_names_the_problem(tiny_policy, tmp_path):
 
 KILL_SCRIPT = """
 import sys, json
-from countdown_study.train import train, TrainConfig
-from countdown_study.rloo import RLOOConfig
+from countdown_study.training.loop import train, TrainConfig
+from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.rollout import SamplingConfig
 config = TrainConfig(**json.loads(sys.argv[1]) | {
     "loss": RLOOConfig(kl_coef=0.01, entropy_coef=0.01),

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN, answer_span
-from countdown_study.solver import solve
-from countdown_study.verifier import (
+from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN, answer_span
+from countdown_study.countdown.solver import solve
+from countdown_study.countdown.verifier import (
     MAX_ANSWER_CHARS,
     MAX_DEPTH,
     MAX_LITERAL_DIGITS,

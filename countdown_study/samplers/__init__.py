@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from countdown_study.countdown.tasks import Task
 from countdown_study.samplers.base import (
     Batch,
     Sampler,
@@ -21,7 +22,6 @@ from countdown_study.samplers.fixed_buckets import FIXED_V1, FIXED_V2, FixedBuck
 from countdown_study.samplers.reward_adaptive import ADAPTIVE_V1, ADAPTIVE_V2, RewardAdaptiveSampler
 from countdown_study.samplers.sliding_window import SLIDING_WINDOW, SlidingWindowSampler
 from countdown_study.samplers.staged import STAGED_THIRDS, StagedSampler
-from countdown_study.tasks import Task
 
 __all__ = [
     "SAMPLERS",

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from countdown_study.tasks import Task
+from countdown_study.countdown.tasks import Task
 
 
 def rng_for(seed: int, step: int, stream: int = 0) -> np.random.Generator:

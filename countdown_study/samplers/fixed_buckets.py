@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from countdown_study.countdown.tasks import Task, num_count_labels
 from countdown_study.samplers.base import Batch, Sampler, rng_for
-from countdown_study.tasks import Task, num_count_labels
 
 EASY, HARD = "3", "4"
 """Bucket labels (``tasks.num_count_labels``): 3-number tasks are easy, 4-number tasks hard."""

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from countdown_study.countdown.tasks import Task
 from countdown_study.samplers.base import Batch, Sampler, rng_for
 from countdown_study.samplers.fixed_buckets import ema_update
-from countdown_study.tasks import Task
 
 CATEGORIES = ("unknown", "too_hard", "learnable", "too_easy")
 """Category labels; ``categorize`` returns indices into this tuple."""

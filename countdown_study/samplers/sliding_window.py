@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from countdown_study.countdown.tasks import LEVELS, Task, level_labels
 from countdown_study.samplers.base import Batch, Sampler, rng_for
-from countdown_study.tasks import LEVELS, Task, level_labels
 
 
 @dataclass(frozen=True)

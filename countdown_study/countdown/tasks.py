@@ -155,7 +155,7 @@ def solvable(tasks: Sequence[Task]) -> np.ndarray:
 
     The vectorised integer check first; only the tasks it rejects go through the exact solver.
     """
-    from countdown_study import solver  # solver imports Task from here
+    from countdown_study.countdown import solver
 
     result = integer_solvable(tasks)
     for index in np.flatnonzero(~result):
@@ -693,7 +693,7 @@ def solution_counts(tasks: Sequence[Task], cap: int = 128) -> np.ndarray:
 
     From ``solver.difficulty_vectors`` (batched) when the solver has it, else ``solver.solution_count``.
     """
-    from countdown_study import solver  # solver imports Task from here
+    from countdown_study.countdown import solver
 
     if not tasks:
         return np.zeros(0, dtype=np.int64)

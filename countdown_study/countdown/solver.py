@@ -27,7 +27,7 @@ from random import Random
 import numpy as np
 import pandas as pd
 
-from countdown_study.tasks import Task
+from countdown_study.countdown.tasks import Task
 
 _Item = tuple[Fraction, str]
 

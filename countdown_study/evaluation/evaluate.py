@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from countdown_study.countdown.prompts import TEMPLATES, format_prompt
+from countdown_study.countdown.tasks import Task, load_tasks, tier_labels
+from countdown_study.countdown.verifier import scan_answers, verify
 from countdown_study.policy import load_policy, prompt_template
-from countdown_study.prompts import TEMPLATES, format_prompt
 from countdown_study.rollout import SamplingConfig, sample
-from countdown_study.runstore import atomic_path, atomic_write_json
-from countdown_study.tasks import Task, load_tasks, tier_labels
-from countdown_study.verifier import scan_answers, verify
+from countdown_study.runs.store import atomic_path, atomic_write_json
 
 PASS_KS = (1, 2, 4, 8, 16)
 """The k of the reported pass@k (those <= n)."""

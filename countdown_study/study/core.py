@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from countdown_study import evaluate as evaluation
-from countdown_study.ipo import IPOConfig, train_ipo
+from countdown_study.evaluation import evaluate as evaluation
 from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import SamplingConfig
-from countdown_study.runstore import RunBusyError, RunStore
-from countdown_study.stats import aggregate_seeds, paired_bootstrap
-from countdown_study.train import TrainConfig, evaluate_run, study_tasks, train
+from countdown_study.runs.store import RunBusyError, RunStore
+from countdown_study.study.stats import aggregate_seeds, paired_bootstrap
+from countdown_study.training.ipo import IPOConfig, train_ipo
+from countdown_study.training.loop import TrainConfig, evaluate_run, study_tasks, train
 
 # ---------------------------------------------------------------------------------------------------
 # Presets
@@ -406,7 +406,7 @@ def pass_at_k_curves(result: StudyResult) -> pd.DataFrame:
 
     The interval treats pass@k x problems as successes out of the problem count (report 001's plots).
     """
-    from countdown_study.stats import wilson_interval
+    from countdown_study.study.stats import wilson_interval
 
     rows = []
     for method in result.methods:

@@ -35,15 +35,15 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from countdown_study import evaluate as evaluation
+from countdown_study.countdown.prompts import format_prompt
+from countdown_study.countdown.tasks import Task, dedupe, load_tasks
+from countdown_study.countdown.verifier import compute_score
+from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.policy import load_policy, policy_identity, prompt_template
-from countdown_study.prompts import format_prompt
-from countdown_study.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.rollout import Rollouts, SamplingConfig, sample, sequence_logprobs
-from countdown_study.runstore import RunStore, atomic_path
+from countdown_study.runs.store import RunStore, atomic_path
 from countdown_study.samplers import Batch, Sampler, make_sampler
-from countdown_study.tasks import Task, dedupe, load_tasks
-from countdown_study.verifier import compute_score
 
 # ---------------------------------------------------------------------------------------------------
 # Config and presets

@@ -14,7 +14,14 @@ from typing import Any
 import pandas as pd
 
 from countdown_study.paths import figures_dir, tables_dir
-from countdown_study.runstore import _now, _plain, atomic_path, atomic_write_json, git_state, package_versions
+from countdown_study.runs.store import (
+    _now,
+    _plain,
+    atomic_path,
+    atomic_write_json,
+    git_state,
+    package_versions,
+)
 
 
 def provenance_record(**extra: Any) -> dict[str, Any]:

@@ -41,15 +41,21 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from countdown_study import tasks as task_data
-from countdown_study.evaluate import evaluate
+from countdown_study.countdown import tasks as task_data
+from countdown_study.countdown.prompts import (
+    ANSWER_CLOSE,
+    ANSWER_OPEN,
+    THINK_CLOSE,
+    THINK_OPEN,
+    format_prompt,
+)
+from countdown_study.countdown.solver import Derivation, Step, all_solutions, random_derivation
+from countdown_study.countdown.tasks import Task
+from countdown_study.evaluation.evaluate import evaluate
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR, runs_dir
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
-from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN, format_prompt
 from countdown_study.rollout import SamplingConfig
-from countdown_study.runstore import atomic_write_json, git_state
-from countdown_study.solver import Derivation, Step, all_solutions, random_derivation
-from countdown_study.tasks import Task
+from countdown_study.runs.store import atomic_write_json, git_state
 
 SHIPPED_INFO_FILE = "sft.json"
 """The file beside the shipped weights holding their training config, run facts and measured quality."""

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from countdown_study.prompts import ANSWER_CLOSE
+from countdown_study.countdown.prompts import ANSWER_CLOSE
 
 ENGINES = ("native", "hf", "vllm")
 """Rollout engines ``sample`` knows."""

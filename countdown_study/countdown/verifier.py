@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
-from countdown_study.prompts import ANSWER_CLOSE, ANSWER_OPEN
+from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN
 
 ASSISTANT_MARKERS = ("<|im_start|>assistant", "Assistant:")
 """Chat markers: when present, only the text after the last one is graded."""

@@ -20,12 +20,12 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from countdown_study import evaluate as evaluation
+from countdown_study.countdown.prompts import format_prompt
+from countdown_study.evaluation import evaluate as evaluation
 from countdown_study.policy import load_policy, policy_identity, prompt_template
-from countdown_study.prompts import format_prompt
 from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
-from countdown_study.runstore import RunStore
-from countdown_study.train import evaluate_run, rewards_of, step_seed, study_tasks
+from countdown_study.runs.store import RunStore
+from countdown_study.training.loop import evaluate_run, rewards_of, step_seed, study_tasks
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,13 @@ import importlib
 import sys
 
 COMMANDS = {
-    "sft": ("countdown_study.sft", "train the embedded policy on solver-made traces"),
-    "train": ("countdown_study.train", "RLOO training from a policy with a sampler"),
-    "eval": ("countdown_study.evaluate", "evaluate a policy: pass@k, mean score, well-formed rate"),
-    "run": ("countdown_study.pipeline", "execute the study notebooks in order with papermill"),
+    "sft": ("countdown_study.training.sft", "train the embedded policy on solver-made traces"),
+    "train": ("countdown_study.training.loop", "RLOO training from a policy with a sampler"),
+    "eval": (
+        "countdown_study.evaluation.evaluate",
+        "evaluate a policy: pass@k, mean score, well-formed rate",
+    ),
+    "run": ("countdown_study.study.pipeline", "execute the study notebooks in order with papermill"),
 }
 
 

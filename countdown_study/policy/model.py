@@ -29,8 +29,8 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from countdown_study.countdown.prompts import TAGS
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
-from countdown_study.prompts import TAGS
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)

@@ -1,0 +1,4 @@
+"""Reporting: tables and figures to results/, plots, the reports' own numbers (later the paper).
+
+Wall: needs no torch; imports only ``countdown_study.runs`` provenance helpers and ``paths``.
+"""
