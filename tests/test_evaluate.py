@@ -14,13 +14,13 @@ from countdown_study.evaluation import evaluate as ev
 from countdown_study.evaluation.evaluate import (
     EVAL_SAMPLING,
     EvalResult,
-    batch_seed,
     grade_samples,
     pass_at_k,
     problem_table,
     summarize,
 )
 from countdown_study.rollout import Rollouts, SamplingConfig
+from countdown_study.seeding import derive_seed
 
 # ---------------------------------------------------------------------------------------------------
 # pass@k
@@ -229,7 +229,7 @@ def test_evaluate_wiring_with_scripted_sampler(monkeypatch):
     result = ev.evaluate(model, None, TASKS, n=2, seed=5, batch_size=2, tiers=["T0", "T1", "T0"])
     assert [len(c[0]) for c in calls] == [2, 1]
     assert calls[0][0][0] == "N 1 2 3 T 6 :"
-    assert [c[3] for c in calls] == [batch_seed(5, 0), batch_seed(5, 1)]
+    assert [c[3] for c in calls] == [derive_seed(5, 0), derive_seed(5, 1)]
     assert all(c[1] == 2 and c[2] == EVAL_SAMPLING for c in calls)
     # Tasks 0 and 1 are solved by the sum (one sample of two); task 2 (22 != 15) is not.
     assert result.correct_counts.tolist() == [1, 1, 0]
@@ -248,9 +248,9 @@ def test_evaluate_errors():
 
 
 def test_batch_seed_depends_on_both_parts():
-    seeds = {batch_seed(s, b) for s in range(3) for b in range(3)}
+    seeds = {derive_seed(s, b) for s in range(3) for b in range(3)}
     assert len(seeds) == 9
-    assert batch_seed(1, 2) == batch_seed(1, 2)
+    assert derive_seed(1, 2) == derive_seed(1, 2)
 
 
 # ---------------------------------------------------------------------------------------------------

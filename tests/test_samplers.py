@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from countdown_study.countdown.tasks import Task
-from countdown_study.samplers import Batch, make_sampler, rng_for
+from countdown_study.samplers import Batch, make_sampler
+from countdown_study.seeding import derive_rng
 
 POOL = [Task((1, 2, 3), t) for t in range(10, 23)]  # 13 tasks: batches of 4 cross epoch boundaries
 
@@ -41,12 +42,6 @@ def test_resumed_sampler_repeats_the_same_batches():
     assert [first.next_batch(s, 4).indices for s in range(7, 12)] == [
         fresh.next_batch(s, 4).indices for s in range(7, 12)
     ]
-
-
-def test_rng_for_separates_steps_and_streams():
-    assert rng_for(1, 2, 0).integers(1 << 30) == rng_for(1, 2, 0).integers(1 << 30)
-    assert rng_for(1, 2, 0).integers(1 << 30) != rng_for(1, 3, 0).integers(1 << 30)
-    assert rng_for(1, 2, 0).integers(1 << 30) != rng_for(1, 2, 1).integers(1 << 30)
 
 
 def test_bad_input_names_the_problem():

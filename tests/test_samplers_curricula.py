@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from countdown_study.countdown.tasks import Task, level_labels
-from countdown_study.samplers import SAMPLERS, Batch, make_sampler, rng_for
+from countdown_study.samplers import SAMPLERS, Batch, make_sampler
 from countdown_study.samplers.fixed_buckets import (
     FixedBucketConfig,
     bucket_weights,
@@ -21,6 +21,7 @@ from countdown_study.samplers.reward_adaptive import (
 )
 from countdown_study.samplers.sliding_window import controller_move, level_members
 from countdown_study.samplers.staged import stage_index
+from countdown_study.seeding import derive_rng
 
 EASY3 = [Task((1, 2, 3), t) for t in (6, 5, 7, 9)]
 HARD4 = [Task((1, 2, 3, 4), t) for t in (10, 24, 14, 20)]
@@ -192,11 +193,13 @@ def test_v2_warmup_and_no_learnable_fallback_are_uniform():
     v2 = make_sampler("adaptive_v2", ADAPTIVE_POOL, seed=4)
     v2.load_state_dict(BANDED_STATE)
     for step in (0, 7, 19):  # warm-up steps 0..19: the plain uniform draw
-        assert v2.next_batch(step, 32).indices == tuple(rng_for(4, step).integers(0, 200, size=32).tolist())
+        assert v2.next_batch(step, 32).indices == tuple(
+            derive_rng(4, step).integers(0, 200, size=32).tolist()
+        )
     assert max(v2.next_batch(20, 32).indices[:22]) < 15  # step 20: the curriculum starts
     v1 = make_sampler("adaptive_v1", ADAPTIVE_POOL, seed=4)
     v1.load_state_dict({"indices": [0, 1], "ema": [0.0, 0.95]})  # nothing learnable
-    assert v1.next_batch(5, 32).indices == tuple(rng_for(4, 5).integers(0, 200, size=32).tolist())
+    assert v1.next_batch(5, 32).indices == tuple(derive_rng(4, 5).integers(0, 200, size=32).tolist())
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from countdown_study.countdown.verifier import scan_answers, verify
 from countdown_study.policy import load_policy, prompt_template
 from countdown_study.rollout import SamplingConfig, sample
 from countdown_study.runs.store import atomic_path, atomic_write_json
+from countdown_study.seeding import derive_seed
 
 PASS_KS = (1, 2, 4, 8, 16)
 """The k of the reported pass@k (those <= n)."""
@@ -267,11 +268,6 @@ class EvalResult:
 # ---------------------------------------------------------------------------------------------------
 
 
-def batch_seed(seed: int, batch_index: int) -> int:
-    """The sampling seed of one batch of prompts, derived from (run seed, batch index)."""
-    return int(np.random.SeedSequence([seed, batch_index]).generate_state(1)[0])
-
-
 def evaluate(
     model,
     tokenizer,
@@ -287,7 +283,7 @@ def evaluate(
 
     ``sampling`` defaults to ``EVAL_SAMPLING``; ``template`` to the policy's own
     (``policy.prompt_template``). Prompts go in batches of ``batch_size`` tasks, batch b seeded with
-    ``batch_seed(seed, b)``: the same arguments give the same result. ``tiers`` defaults to
+    ``derive_seed(seed, b)``: the same arguments give the same result. ``tiers`` defaults to
     ``tasks.tier_labels``.
     """
     if len(tasks) == 0:
@@ -303,7 +299,7 @@ def evaluate(
     reasons: list[str] = []
     for b, start in enumerate(range(0, len(prompts), batch_size)):
         rollouts = sample(
-            model, tokenizer, prompts[start : start + batch_size], n, config, batch_seed(seed, b)
+            model, tokenizer, prompts[start : start + batch_size], n, config, derive_seed(seed, b)
         )
         texts.extend(rollouts.texts)
         lengths.extend(len(ids) for ids in rollouts.completion_ids)

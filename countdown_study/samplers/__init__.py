@@ -16,7 +16,6 @@ from countdown_study.samplers.base import (
     Sampler,
     UniformWithoutReplacement,
     UniformWithReplacement,
-    rng_for,
 )
 from countdown_study.samplers.fixed_buckets import FIXED_V1, FIXED_V2, FixedBucketSampler
 from countdown_study.samplers.reward_adaptive import ADAPTIVE_V1, ADAPTIVE_V2, RewardAdaptiveSampler
@@ -30,7 +29,6 @@ __all__ = [
     "UniformWithReplacement",
     "UniformWithoutReplacement",
     "make_sampler",
-    "rng_for",
 ]
 
 SAMPLERS: dict[str, Callable[..., Sampler]] = {

@@ -13,7 +13,8 @@ The interface every method of the study plugs into (the training loop never chan
 4. ``sampler.stats() -> dict``: numbers for the step log (occupancy, current level, ...).
 5. ``sampler.state_dict()`` / ``load_state_dict(state)``: everything needed to resume, JSON-able.
 
-Randomness: a sampler keeps no RNG object; each call draws from ``rng_for(seed, step, stream)``, so a
+Randomness: a sampler keeps no RNG object; each call draws from
+``seeding.derive_rng(seed, step, SamplerStream.*)``, so a
 resumed run makes the same draws as an uninterrupted one.
 
 Samplers are registered by name in ``countdown_study.samplers.SAMPLERS``.
@@ -27,11 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from countdown_study.countdown.tasks import Task
-
-
-def rng_for(seed: int, step: int, stream: int = 0) -> np.random.Generator:
-    """A generator derived from (run seed, step, stream): the only source of sampler randomness."""
-    return np.random.default_rng([int(seed), int(step), int(stream)])
+from countdown_study.seeding import SamplerStream, derive_rng
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,7 @@ class Sampler:
 class UniformWithoutReplacement(Sampler):
     """The reports' RLOO baseline: shuffle the pool each epoch and walk through it.
 
-    Epoch e's order is a permutation drawn from ``rng_for(seed, e, stream=1)``; a batch that crosses an
+    Epoch e's order is a permutation drawn from ``derive_rng(seed, e, SamplerStream.EPOCH)``; a batch that crosses an
     epoch boundary takes the rest of one epoch and the start of the next. Stateless: the position
     follows from ``step * batch_size`` (the batch size must stay fixed within a run).
     """
@@ -112,7 +109,7 @@ class UniformWithoutReplacement(Sampler):
     name: str = field(default="uniform", init=False)
 
     def _epoch_order(self, epoch: int) -> np.ndarray:
-        return rng_for(self.seed, epoch, stream=1).permutation(len(self.pool))
+        return derive_rng(self.seed, epoch, SamplerStream.EPOCH).permutation(len(self.pool))
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
         n = len(self.pool)
@@ -130,4 +127,6 @@ class UniformWithReplacement(Sampler):
     name: str = field(default="uniform_replacement", init=False)
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
-        return rng_for(self.seed, step, stream=2).integers(0, len(self.pool), size=batch_size)
+        return derive_rng(self.seed, step, SamplerStream.REPLACEMENT).integers(
+            0, len(self.pool), size=batch_size
+        )

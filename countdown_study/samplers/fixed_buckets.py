@@ -21,7 +21,7 @@ Where the report is silent, our choices (each a field of ``FixedBucketConfig``):
 - A sample is correct when its reward is at least 1.0 (``correct_reward``): the format score 0.1 never
   counts as a success.
 - Drawing: each batch slot draws its bucket from ``p_b``, then a task uniformly (with replacement) from
-  the bucket, both from ``rng_for(seed, step)``. An empty bucket has weight 0; a pool with only
+  the bucket, both from ``derive_rng(seed, step, SamplerStream.STEP)``. An empty bucket has weight 0; a pool with only
   4-number tasks trains on them from the start.
 """
 
@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from countdown_study.countdown.tasks import Task, num_count_labels
-from countdown_study.samplers.base import Batch, Sampler, rng_for
+from countdown_study.samplers.base import Batch, Sampler
+from countdown_study.seeding import SamplerStream, derive_rng
 
 EASY, HARD = "3", "4"
 """Bucket labels (``tasks.num_count_labels``): 3-number tasks are easy, 4-number tasks hard."""
@@ -144,7 +145,7 @@ class FixedBucketSampler(Sampler):
         return p
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
-        rng = rng_for(self.seed, step)
+        rng = derive_rng(self.seed, step, SamplerStream.STEP)
         p = self.probabilities()
         buckets = rng.choice(len(BUCKETS), size=batch_size, p=[p[b] for b in BUCKETS])  # (B,)
         sizes = np.array([self.members[b].size for b in BUCKETS])  # (2,)

@@ -21,7 +21,7 @@ Where the report is silent, our choices (fields of ``RewardAdaptiveConfig``):
   part is all learnable: "90% from learnable prompts"); v2 gives both 0.25 (our value for "higher").
   Unknown prompts get no curriculum weight: the uniform part explores them. The batch lists the
   curriculum draws first, then the uniform ones. All draws are with replacement, from
-  ``rng_for(seed, step)``.
+  ``derive_rng(seed, step, SamplerStream.STEP)``.
 - Fallback: while no prompt is learnable (at the start, or when every band empties), the whole batch
   is uniform; so is every batch of the warm-up (steps ``0 .. warmup_steps - 1``). Rewards observed
   during warm-up and fallback still update the EMAs.
@@ -35,8 +35,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from countdown_study.countdown.tasks import Task
-from countdown_study.samplers.base import Batch, Sampler, rng_for
+from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.fixed_buckets import ema_update
+from countdown_study.seeding import SamplerStream, derive_rng
 
 CATEGORIES = ("unknown", "too_hard", "learnable", "too_easy")
 """Category labels; ``categorize`` returns indices into this tuple."""
@@ -137,7 +138,7 @@ class RewardAdaptiveSampler(Sampler):
         return categorize(self.ema, self.config.low, self.config.high)
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
-        rng = rng_for(self.seed, step)
+        rng = derive_rng(self.seed, step, SamplerStream.STEP)
         n = len(self.pool)
         categories = self.categories()  # (N,)
         if step < self.config.warmup_steps or not (categories == LEARNABLE).any():

@@ -22,7 +22,7 @@ Where the report is silent, our choices (fields of ``SlidingWindowConfig``):
   the report's remark that permissive thresholds "moved too quickly toward hard prompts".
 - The level is clamped to easy .. hard; training starts on easy (``start_level``; the report's strict
   tau_high = 0.60 "kept the model on easy prompts").
-- Tasks are drawn uniformly with replacement from the level, from ``rng_for(seed, step)``.
+- Tasks are drawn uniformly with replacement from the level, from ``derive_rng(seed, step, SamplerStream.STEP)``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from countdown_study.countdown.tasks import LEVELS, Task, level_labels
-from countdown_study.samplers.base import Batch, Sampler, rng_for
+from countdown_study.samplers.base import Batch, Sampler
+from countdown_study.seeding import SamplerStream, derive_rng
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class SlidingWindowSampler(Sampler):
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
         members = level_members(self.labels, LEVELS[self.level])
-        return rng_for(self.seed, step).choice(members, size=batch_size)
+        return derive_rng(self.seed, step, SamplerStream.STEP).choice(members, size=batch_size)
 
     def next_batch(self, step: int, batch_size: int) -> Batch:
         batch = super().next_batch(step, batch_size)

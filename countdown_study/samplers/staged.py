@@ -7,7 +7,7 @@ the controller's (``samplers.sliding_window``).
 
 Our choices: stage ``k`` of ``n`` covers the steps with ``n * step // total_steps == k`` (integer
 division), so 128 steps split 43 easy / 43 medium / 42 hard, and steps past ``total_steps`` stay on the
-last stage. Within a stage, tasks are drawn uniformly with replacement from ``rng_for(seed, step)``;
+last stage. Within a stage, tasks are drawn uniformly with replacement from ``derive_rng(seed, step, SamplerStream.STEP)``;
 an empty level falls back to the whole pool, as in report 001. Stateless: the stage follows from the
 step.
 """
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from countdown_study.countdown.tasks import LEVELS, Task, level_labels
-from countdown_study.samplers.base import Batch, Sampler, rng_for
+from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.sliding_window import level_members
+from countdown_study.seeding import SamplerStream, derive_rng
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,9 @@ class StagedSampler(Sampler):
         return self.config.stages[stage_index(step, self.config.total_steps, len(self.config.stages))]
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
-        return rng_for(self.seed, step).choice(level_members(self.labels, self.level(step)), size=batch_size)
+        return derive_rng(self.seed, step, SamplerStream.STEP).choice(
+            level_members(self.labels, self.level(step)), size=batch_size
+        )
 
     def next_batch(self, step: int, batch_size: int) -> Batch:
         batch = super().next_batch(step, batch_size)

@@ -25,7 +25,8 @@ from countdown_study.evaluation import evaluate as evaluation
 from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
 from countdown_study.runs.store import RunStore
-from countdown_study.training.loop import evaluate_run, rewards_of, step_seed, study_tasks
+from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
+from countdown_study.training.loop import evaluate_run, rewards_of, study_tasks
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,15 @@ def collect_pairs(model, tokenizer, tasks, config: IPOConfig, template: str):
     prompts = [format_prompt(t.nums, t.target, template) for t in tasks]
     with torch.no_grad():
         rollouts = sample(
-            model, tokenizer, prompts, config.group_size, config.sampling, step_seed(config.seed, 0, 2)
+            model,
+            tokenizer,
+            prompts,
+            config.group_size,
+            config.sampling,
+            derive_seed(config.seed, 0, Stream.IPO_PAIRS),
         )
     rewards = rewards_of(rollouts, tasks, format_score=0.1)
-    pairs = preference_pairs(rewards, np.random.default_rng([config.seed, 2]), config.max_pairs_per_prompt)
+    pairs = preference_pairs(rewards, derive_rng(config.seed, IPOStream.PAIRS), config.max_pairs_per_prompt)
     return rollouts, rewards, pairs
 
 
@@ -158,7 +164,7 @@ def fit_ipo(
     """
     ids, completions = rollouts.sample_prompt_ids, rollouts.completion_ids
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, fused=True)
-    rng = np.random.default_rng([config.seed, 3])
+    rng = derive_rng(config.seed, IPOStream.ORDER)
     step = 0
     bar = tqdm(
         total=config.epochs * math.ceil(len(pairs) / config.batch_pairs), desc="ipo", disable=not progress
@@ -193,7 +199,7 @@ def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
     ref_model, _ = load_policy(config.policy)
     template = prompt_template(model)
     pool, eval_tasks = study_tasks(config)  # same pool and evaluation split as the RLOO runs
-    order = np.random.default_rng([config.seed, 1]).permutation(len(pool))[: config.prompts]
+    order = derive_rng(config.seed, IPOStream.PROMPTS).permutation(len(pool))[: config.prompts]
     rollouts, rewards, pairs = collect_pairs(model, tokenizer, [pool[i] for i in order], config, template)
     if not pairs:
         raise ValueError("no preference pairs: no prompt had both a verifying and a failing sample")

@@ -44,6 +44,7 @@ from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import Rollouts, SamplingConfig, sample, sequence_logprobs
 from countdown_study.runs.store import RunStore, atomic_path
 from countdown_study.samplers import Batch, Sampler, make_sampler
+from countdown_study.seeding import Stream, derive_seed
 
 # ---------------------------------------------------------------------------------------------------
 # Config and presets
@@ -154,11 +155,6 @@ def study_tasks(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     if not pool:
         raise ValueError(f"the training pool {config.train_tasks!r} is empty after removing evaluation tasks")
     return pool, eval_tasks
-
-
-def step_seed(seed: int, step: int, stream: int = 0) -> int:
-    """The sampling seed of one step (stream 0: training rollouts, 1: probes)."""
-    return int(np.random.SeedSequence([seed, step, stream]).generate_state(1)[0])
 
 
 def rewards_of(rollouts: Rollouts, tasks: Sequence[Task], format_score: float) -> np.ndarray:
@@ -292,7 +288,7 @@ def rloo_step(
         with torch.no_grad():
             probe_rollouts = sample(
                 model, tokenizer, _prompts(probe_tasks, template), config.group_size, config.sampling,
-                step_seed(config.seed, step, 1),
+                derive_seed(config.seed, step, Stream.PROBE),
             )  # fmt: skip
         sampler.observe_probe(step, probes, rewards_of(probe_rollouts, probe_tasks, config.format_score))
     seconds["probe"] = time.perf_counter() - clock
@@ -302,7 +298,7 @@ def rloo_step(
     with torch.no_grad():
         rollouts = sample(
             model, tokenizer, _prompts(batch.tasks, template), config.group_size, config.sampling,
-            step_seed(config.seed, step),
+            derive_seed(config.seed, step, Stream.ROLLOUT),
         )  # fmt: skip
     seconds["sample"] = time.perf_counter() - clock
 
