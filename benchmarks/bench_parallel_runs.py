@@ -30,8 +30,8 @@ RESULTS = Path(__file__).resolve().parent / "results" / "parallel_runs.json"
 def worker(threads: int, seed: int, warmup: int, steps: int, barrier, queue) -> None:
     """Run ``warmup + steps`` RLOO steps; put (timed-phase start, end, per-step seconds) on ``queue``."""
     import torch
-
     from countdown_study.countdown.tasks import generate_tasks
+
     from countdown_study.policy import load_policy, prompt_template
     from countdown_study.samplers import make_sampler
     from countdown_study.training.loop import preset, rloo_step
@@ -85,7 +85,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed steps per process")
     args = parser.parse_args()
 
-    from countdown_study.runs.store import atomic_write_json, provenance
+    from countdown_study.runs.files import atomic_write_json
+    from countdown_study.runs.provenance import provenance
 
     load_before = os.getloadavg()
     one = measure(1, 2, args.warmup, args.steps)

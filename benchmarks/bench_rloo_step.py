@@ -49,14 +49,15 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
+from countdown_study.countdown.tasks import Task, generate_tasks
 
 from countdown_study.countdown.prompts import ANSWER_CLOSE, format_prompt
-from countdown_study.countdown.tasks import Task, generate_tasks
 from countdown_study.countdown.verifier import compute_score
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import build_model, build_tokenizer, load_policy, prompt_template
 from countdown_study.rollout import encode_prompts, single_token_id
-from countdown_study.runs.store import atomic_write_json, provenance
+from countdown_study.runs.files import atomic_write_json
+from countdown_study.runs.provenance import provenance
 from countdown_study.samplers import make_sampler
 from countdown_study.training.loop import TrainConfig, preset, rloo_step
 

@@ -28,7 +28,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
-from countdown_study.runs.store import atomic_write_json, provenance
+from countdown_study.runs.files import atomic_write_json
+from countdown_study.runs.provenance import provenance
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rollout.json"
 
@@ -53,8 +54,9 @@ def _load(policy: str, seed: int):
 
 def _prompts(model, count: int, seed: int) -> list[str]:
     """``count`` prompts in the policy's template from the package's task generator."""
-    from countdown_study.countdown.prompts import format_prompt
     from countdown_study.countdown.tasks import generate_tasks
+
+    from countdown_study.countdown.prompts import format_prompt
     from countdown_study.policy import prompt_template
 
     return [format_prompt(t.nums, t.target, prompt_template(model)) for t in generate_tasks(count, seed)]

@@ -38,7 +38,8 @@ import numpy as np
 
 from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN, format_prompt
 from countdown_study.countdown.verifier import compute_score, scan_answers, verify
-from countdown_study.runs.store import atomic_write_json, provenance
+from countdown_study.runs.files import atomic_write_json
+from countdown_study.runs.provenance import provenance
 
 RESULTS = Path(__file__).resolve().parent / "results" / "verifier_fuzz.json"
 FORMAT_SCORE, SCORE = 0.1, 1.0

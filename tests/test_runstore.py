@@ -12,13 +12,12 @@ import torch
 import countdown_study
 from countdown_study import paths
 from countdown_study.runs import store as runstore
+from countdown_study.runs.files import atomic_path, atomic_write_text, canonical_json
+from countdown_study.runs.provenance import git_state
 from countdown_study.runs.store import (
     RunBusyError,
     RunNotFinishedError,
     RunStore,
-    atomic_path,
-    atomic_write_text,
-    canonical_json,
     run_id,
     run_or_load,
 )
@@ -298,7 +297,7 @@ def test_provenance_fields_and_git_sha(tmp_path):
 
 
 def test_git_state_outside_a_repository(tmp_path):
-    assert runstore.git_state(tmp_path) == {"git_sha": None, "git_dirty": None}
+    assert git_state(tmp_path) == {"git_sha": None, "git_dirty": None}
 
 
 def test_lock_is_exclusive_and_freed_on_exit(tmp_path):
@@ -337,9 +336,9 @@ def test_git_state_counts_code_changes_not_study_outputs(tmp_path):
     git("init", "-q")
     git("add", ".")
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
-    assert runstore.git_state(tmp_path)["git_dirty"] is False
+    assert git_state(tmp_path)["git_dirty"] is False
     (tmp_path / "results" / "table.csv").write_text("a\n2\n")  # a study rewriting its tables
     (tmp_path / "new.py").write_text("y = 2\n")  # untracked
-    assert runstore.git_state(tmp_path)["git_dirty"] is False
+    assert git_state(tmp_path)["git_dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
-    assert runstore.git_state(tmp_path)["git_dirty"] is True
+    assert git_state(tmp_path)["git_dirty"] is True

@@ -38,7 +38,7 @@ from countdown_study.countdown.tasks import Task, load_tasks, tier_labels
 from countdown_study.countdown.verifier import scan_answers, verify
 from countdown_study.policy import load_policy, prompt_template
 from countdown_study.rollout import SamplingConfig, sample
-from countdown_study.runs.store import atomic_path, atomic_write_json
+from countdown_study.runs.files import atomic_path, atomic_write_json
 from countdown_study.seeding import derive_seed
 
 PASS_KS = (1, 2, 4, 8, 16)

@@ -14,19 +14,13 @@ from typing import Any
 import pandas as pd
 
 from countdown_study.paths import figures_dir, tables_dir
-from countdown_study.runs.store import (
-    _now,
-    _plain,
-    atomic_path,
-    atomic_write_json,
-    git_state,
-    package_versions,
-)
+from countdown_study.runs.files import atomic_path, atomic_write_json, plain
+from countdown_study.runs.provenance import git_state, now, package_versions
 
 
 def provenance_record(**extra: Any) -> dict[str, Any]:
     """Git state, package versions and the time, plus ``extra`` (notebook, preset, run ids...)."""
-    return {**git_state(), "packages": package_versions(), "written": _now(), **_plain(dict(extra))}
+    return {**git_state(), "packages": package_versions(), "written": now(), **plain(dict(extra))}
 
 
 def save_table(table: pd.DataFrame, name: str, meta: Mapping[str, Any] | None = None, folder: Path | None = None,

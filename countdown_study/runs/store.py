@@ -23,18 +23,11 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
-import importlib
 import json
 import os
-import platform
 import re
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
-from enum import Enum
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -42,46 +35,21 @@ import pandas as pd
 import torch
 
 from countdown_study import paths
+from countdown_study.runs.files import (
+    atomic_path,
+    atomic_write_json,
+    atomic_write_text,
+    canonical_json,
+    plain,
+)
+from countdown_study.runs.provenance import now, provenance
 
 DONE = "DONE"
 """Name of the marker file written last."""
 LOCK = ".lock"
 """Lock file of a run: the process running it holds an exclusive ``flock`` on it."""
-PROVENANCE_PACKAGES = ("torch", "transformers", "numpy", "pandas", "countdown_study")
-"""Packages whose versions every run records."""
 HASH_CHARS = 12
 """Hex characters of the config hash in a run id."""
-
-
-# ---------------------------------------------------------------------------------------------------
-# Canonical config and run id
-# ---------------------------------------------------------------------------------------------------
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready copy: dataclasses to dicts, tuples and sets to lists, paths to strings."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(_plain(v) for v in value)
-    if isinstance(value, Enum):
-        return _plain(value.value)
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if hasattr(value, "item"):  # numpy and torch scalars
-        return value.item()
-    raise TypeError(f"cannot put a {type(value).__name__} into a run config: {value!r}")
-
-
-def canonical_json(config: Any) -> str:
-    """The config as canonical JSON: sorted keys, no whitespace, NaN and infinities refused."""
-    return json.dumps(_plain(config), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def _prefix(config: Any, prefix: str | None) -> str:
@@ -105,103 +73,6 @@ def run_id(config: Any, prefix: str | None = None, identity: Mapping[str, str] |
     payload = json.dumps(body, sort_keys=True)
     digest = hashlib.sha256(payload.encode()).hexdigest()[:HASH_CHARS]
     return f"{_prefix(config, prefix)}-{digest}"
-
-
-# ---------------------------------------------------------------------------------------------------
-# Atomic writes
-# ---------------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path``, on error it is removed."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        yield tmp
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
-
-
-def atomic_write_json(path: str | Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON atomically (NaN is written as ``NaN``, as Python and pandas read it)."""
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
-
-# ---------------------------------------------------------------------------------------------------
-# Provenance
-# ---------------------------------------------------------------------------------------------------
-
-
-def _git(*args: str, cwd: Path) -> str | None:
-    """Output of a git command in ``cwd``, or None outside a repository or without git."""
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=30)
-    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip()
-
-
-def git_state(root: Path | None = None) -> dict[str, Any]:
-    """``{"git_sha", "git_dirty"}`` of the project repository (None outside git).
-
-    Dirty means tracked files outside ``results/`` differ from the commit: the code, not the outputs a
-    study is writing (untracked files are not counted either).
-    """
-    cwd = root or paths.project_root()
-    sha = _git("rev-parse", "HEAD", cwd=cwd)
-    status = (
-        _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results", cwd=cwd)
-        if sha
-        else None
-    )
-    return {"git_sha": sha, "git_dirty": None if status is None else bool(status)}
-
-
-def package_versions(packages: tuple[str, ...] = PROVENANCE_PACKAGES) -> dict[str, str | None]:
-    """Version of each package: its installed metadata, else its module's ``__version__``, else None.
-
-    The fallback covers running from a source checkout that was never installed.
-    """
-    versions: dict[str, str | None] = {}
-    for name in packages:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            try:
-                versions[name] = getattr(importlib.import_module(name), "__version__", None)
-            except ImportError:
-                versions[name] = None
-    return versions
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def provenance(seed: int | None) -> dict[str, Any]:
-    """What a result needs to be traced: git state, package versions, seed, torch threads, start time."""
-    return {
-        **git_state(),
-        "packages": package_versions(),
-        "python": platform.python_version(),
-        "seed": seed,
-        "torch_threads": torch.get_num_threads(),
-        "started": _now(),
-        "finished": None,
-    }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -309,9 +180,9 @@ class RunStore:
         if not (self.path / "provenance.json").exists():
             raise RuntimeError(f"run {self.run_id} was never started; call start() before finish()")
         if results is not None:
-            atomic_write_json(self.path / "results.json", _plain(results))
+            atomic_write_json(self.path / "results.json", plain(results))
         record = self.provenance()
-        record["finished"] = _now()
+        record["finished"] = now()
         atomic_write_json(self.path / "provenance.json", record)
         atomic_write_text(self.path / DONE, record["finished"] + "\n")
 
@@ -351,7 +222,7 @@ class RunStore:
 
     def log_step(self, record: Mapping[str, Any]) -> None:
         """Append one JSON line to ``steps.jsonl`` (a single write; flushed and synced)."""
-        line = json.dumps(_plain(record), sort_keys=True) + "\n"
+        line = json.dumps(plain(record), sort_keys=True) + "\n"
         with open(self.path / "steps.jsonl", "a") as handle:
             handle.write(line)
             handle.flush()
@@ -367,7 +238,7 @@ class RunStore:
     def write_json(self, name: str, obj: Any) -> Path:
         """Save ``obj`` as ``<name>.json`` atomically; returns its path."""
         target = self.path / f"{name}.json"
-        atomic_write_json(target, _plain(obj))
+        atomic_write_json(target, plain(obj))
         return target
 
     @property

@@ -42,7 +42,8 @@ from countdown_study.evaluation import evaluate as evaluation
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import Rollouts, SamplingConfig, sample, sequence_logprobs
-from countdown_study.runs.store import RunStore, atomic_path
+from countdown_study.runs.files import atomic_path
+from countdown_study.runs.store import RunStore
 from countdown_study.samplers import Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
 

@@ -55,7 +55,8 @@ from countdown_study.evaluation.evaluate import evaluate
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR, runs_dir
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
 from countdown_study.rollout import SamplingConfig
-from countdown_study.runs.store import atomic_write_json, git_state
+from countdown_study.runs.files import atomic_write_json
+from countdown_study.runs.provenance import git_state
 
 SHIPPED_INFO_FILE = "sft.json"
 """The file beside the shipped weights holding their training config, run facts and measured quality."""

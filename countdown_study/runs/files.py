@@ -1,0 +1,80 @@
+"""Files of the run store and of results/: canonical JSON of configs, atomic writes.
+
+Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a crash
+leaves either the old file or the new one, never a partial one. Imports no torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+# ---------------------------------------------------------------------------------------------------
+# Canonical config and run id
+# ---------------------------------------------------------------------------------------------------
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy: dataclasses to dicts, tuples and sets to lists, paths to strings."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, Enum):
+        return plain(value.value)
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "item"):  # numpy and torch scalars
+        return value.item()
+    raise TypeError(f"cannot put a {type(value).__name__} into a run config: {value!r}")
+
+
+def canonical_json(config: Any) -> str:
+    """The config as canonical JSON: sorted keys, no whitespace, NaN and infinities refused."""
+    return json.dumps(plain(config), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Atomic writes
+# ---------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, on error it is removed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def atomic_write_json(path: str | Path, obj: Any) -> None:
+    """Write ``obj`` as indented JSON atomically (NaN is written as ``NaN``, as Python and pandas read it)."""
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
