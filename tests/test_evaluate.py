@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-
 from countdown_study.countdown.tasks import Task
+
+from countdown_study.cli import eval as cli_eval
 from countdown_study.evaluation import evaluate as ev
 from countdown_study.evaluation.evaluate import (
     EVAL_SAMPLING,
@@ -296,7 +297,7 @@ def test_cli_writes_the_api_keys(tiny_policy, tmp_path):
     )
     out, table = tmp_path / "eval.json", tmp_path / "samples.parquet"
     parser = argparse.ArgumentParser()
-    ev.configure_parser(parser)
+    cli_eval.configure_parser(parser)
     argv = ["--policy", str(policy_dir), "--tasks", str(tasks_file), "--n", "2", "--seed", "1"]
     argv += [
         "--json",
@@ -310,7 +311,7 @@ def test_cli_writes_the_api_keys(tiny_policy, tmp_path):
         "--top-p",
         "1.0",
     ]
-    assert ev.cli_main(parser.parse_args(argv)) == 0
+    assert cli_eval.cli_main(parser.parse_args(argv)) == 0
     written = json.loads(out.read_text())
     keys = {"pass@1", "pass@2", "mean_score", "well_formed"}
     assert keys <= set(written) and "pass@4" not in written

@@ -1,7 +1,7 @@
 """The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``.
 
-Each subcommand lives beside the code it drives: the module named in ``COMMANDS`` provides
-``configure_parser(parser)`` and ``cli_main(args) -> int``.
+Each subcommand is a module of this package (``COMMANDS``) providing ``configure_parser(parser)`` and
+``cli_main(args) -> int``; the library never imports the command line.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import sys
 
 COMMANDS = {
     "sft": ("countdown_study.training.sft", "train the embedded policy on solver-made traces"),
-    "train": ("countdown_study.training.loop", "RLOO training from a policy with a sampler"),
+    "train": ("countdown_study.cli.train", "RLOO training from a policy with a sampler"),
     "eval": (
-        "countdown_study.evaluation.evaluate",
+        "countdown_study.cli.eval",
         "evaluate a policy: pass@k, mean score, well-formed rate",
     ),
-    "run": ("countdown_study.study.pipeline", "execute the study notebooks in order with papermill"),
+    "run": ("countdown_study.cli.run", "execute the study notebooks in order with papermill"),
 }
 
 

@@ -9,7 +9,6 @@ kept under ``results/executed/failed/`` so that nothing half-written looks finis
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -120,43 +119,3 @@ def run_notebooks(
                 flush=True,
             )
         return [f.result() for f in futures]
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``countdown-study run``."""
-    parser.add_argument(
-        "notebooks", nargs="*", help="notebook names, stems or number prefixes (default: all)"
-    )
-    parser.add_argument(
-        "--preset", default="quick", choices=PRESETS, help="size of every study (default quick)"
-    )
-    parser.add_argument(
-        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-        help="extra papermill parameter (VALUE parsed as YAML)",
-    )  # fmt: skip
-    parser.add_argument("--kernel", default="python3", help="Jupyter kernel name")
-    parser.add_argument(
-        "--jobs", type=int, default=1,
-        help="notebooks run at once (2 on 2 cores with the full preset's one thread per run)",
-    )  # fmt: skip
-
-
-def cli_main(args: argparse.Namespace) -> int:
-    """Run the notebooks and print one line per notebook; exit 1 if any failed."""
-    import yaml
-
-    notebooks = list_notebooks(args.notebooks)
-    if not notebooks:
-        print(f"no study notebooks in {notebooks_dir()}")
-        return 1
-    extra = {name: yaml.safe_load(value) for name, value in args.parameter}
-    outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
-    for o in outcomes:
-        status = "ok    " if o.ok else "FAILED"
-        print(
-            f"{status} {o.notebook:40s} {o.seconds:7.1f}s  {o.output}"
-            + (f"\n       {o.error}" if o.error else "")
-        )
-    failed = [o for o in outcomes if not o.ok]
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; results in {results_dir()}")
-    return 1 if failed else 0

@@ -23,7 +23,6 @@ loaded instead of trained; an unfinished one resumes from its last checkpoint (w
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -457,44 +456,3 @@ def train(
         lambda s: run_training(config, s, aux_losses, progress),
         threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait,
     )  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------------------
-# Command line: countdown-study train
-# ---------------------------------------------------------------------------------------------------
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``countdown-study train``."""
-    parser.add_argument(
-        "--preset", default="cpu", choices=sorted(PRESETS), help="starting config (default cpu)"
-    )
-    parser.add_argument("--policy", help="starting policy: 'embedded', a Hugging Face id or a folder")
-    parser.add_argument("--sampler", help="sampler name (default uniform)")
-    parser.add_argument("--steps", type=int, help="optimizer steps")
-    parser.add_argument("--prompts-per-step", type=int, help="P, prompts per step")
-    parser.add_argument("--group-size", type=int, help="G, samples per prompt")
-    parser.add_argument("--lr", type=float, help="learning rate")
-    parser.add_argument("--eval-limit", type=int, help="evaluation tasks")
-    parser.add_argument("--seed", type=int, help="run seed")
-    parser.add_argument("--threads", type=int, help="torch threads")
-    parser.add_argument("--root", default=None, help="run store folder (default results/runs)")
-
-
-def cli_main(args: argparse.Namespace) -> int:
-    """Train (or load) the run and print its evaluation summary as JSON."""
-    fields = (
-        "policy",
-        "sampler",
-        "steps",
-        "prompts_per_step",
-        "group_size",
-        "lr",
-        "eval_limit",
-        "seed",
-        "threads",
-    )
-    changes = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
-    store = train(preset(args.preset, **changes), root=args.root)
-    print(json.dumps({"run": str(store.path), **store.load_results()["eval"]}, indent=1, default=str))
-    return 0
