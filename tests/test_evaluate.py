@@ -8,18 +8,13 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from countdown_study.countdown.tasks import Task
 
 from countdown_study.cli import eval as cli_eval
+from countdown_study.countdown.task import Task
 from countdown_study.evaluation import evaluate as ev
-from countdown_study.evaluation.evaluate import (
-    EVAL_SAMPLING,
-    EvalResult,
-    grade_samples,
-    pass_at_k,
-    problem_table,
-    summarize,
-)
+from countdown_study.evaluation.evaluate import EVAL_SAMPLING, EvalResult
+from countdown_study.evaluation.passk import pass_at_k, problem_table, summarize
+from countdown_study.evaluation.samples import SAMPLE_COLUMNS, grade_samples
 from countdown_study.rollout import Rollouts, SamplingConfig
 from countdown_study.seeding import derive_seed
 
@@ -176,7 +171,7 @@ def test_grade_samples_columns_and_verdicts():
         "<think>hmm",  # no answer
     ]
     table = grade_samples(tasks, texts, n=4, completion_tokens=[5, 6, 7, 8], finish_reasons=["eos"] * 4)
-    assert list(table.columns) == list(ev.SAMPLE_COLUMNS)
+    assert list(table.columns) == list(SAMPLE_COLUMNS)
     assert table["sample_index"].tolist() == [0, 1, 2, 3]
     assert table["reward"].tolist() == [1.0, 1.0, 0.1, 0.0]
     assert table["correct"].tolist() == [True, True, False, False]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from countdown_study.training.ipo import PreferencePair, ipo_loss, preference_pairs
+from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
 
 
 def test_pairs_only_from_mixed_groups_and_capped():

@@ -1,18 +1,8 @@
-"""Evaluation: sample n completions per task, grade each, and summarise as pass@k and rates.
+"""Sampling-based evaluation: n completions per task from a policy, graded into an ``EvalResult``.
 
-Three layers, each testable alone:
-
-* ``pass_at_k(n, c, k)``: the unbiased estimator 1 - C(n-c, k) / C(n, k), exact.
-* ``grade_samples(tasks, texts, n)``: a per-sample table (one row per task x sample) from completion
-  texts; ``summarize(samples)`` and ``problem_table(samples)`` are pure functions of that table.
-* ``evaluate(model, tokenizer, tasks, n)``: samples through ``rollout.sample`` and returns an
-  ``EvalResult`` (samples, per-problem table, summary). ``countdown-study eval`` drives it.
-
-Metrics (METHODS.md, "Evaluation"): pass@k for k in {1, 2, 4, 8, 16} (those <= n), the average of
-pass@k over k = 1..n (report 003), mean verifier score (format credit included), exact rate (share of
-samples that verify), well-formed rate (a last answer span that parses), each also by number count
-and by tier; report 003's diagnostic: pass@k when the *first* verifying answer span counts instead of
-the last one, answer spans per rollout, and the share of rollouts that abandon a correct answer.
+``evaluate(model, tokenizer, tasks, n)`` samples through the rollout engine in batches of tasks (batch
+b seeded by ``derive_seed(seed, b)``), grades every completion into the per-sample table
+(``samples.grade_samples``) and summarises it (``passk.summarize``, ``passk.problem_table``).
 
 Default sampling is the reports' common evaluation: temperature 0.6, top-p 0.95, top-k 20, without
 stopping at the first ``</answer>`` (the reports grade whole rollouts by their last answer span).
@@ -20,221 +10,24 @@ stopping at the first ``</answer>`` (the reports grade whole rollouts by their l
 
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from countdown_study.countdown.difficulty import tier_labels
 from countdown_study.countdown.prompts import format_prompt
-from countdown_study.countdown.tasks import Task, tier_labels
-from countdown_study.countdown.verifier import scan_answers, verify
+from countdown_study.countdown.task import Task
+from countdown_study.evaluation.passk import problem_table, summarize
+from countdown_study.evaluation.samples import grade_samples
 from countdown_study.policy import prompt_template
 from countdown_study.rollout import SamplingConfig, sample
 from countdown_study.seeding import derive_seed
 
-PASS_KS = (1, 2, 4, 8, 16)
-"""The k of the reported pass@k (those <= n)."""
 EVAL_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.95, top_k=20, stop_at_answer=False)
 """The reports' common evaluation sampling (max length: the embedded model's default)."""
-SAMPLE_COLUMNS = (
-    "task_index",
-    "nums",
-    "target",
-    "num_count",
-    "sample_index",
-    "reward",
-    "correct",
-    "well_formed",
-    "reason",
-    "answer_spans",
-    "first_verifying_correct",
-    "first_correct_end",
-    "completion_tokens",
-    "finish_reason",
-    "completion",
-)
-"""Columns of the per-sample table (plus ``tier`` when tier labels are known)."""
-
-
-# ---------------------------------------------------------------------------------------------------
-# pass@k
-# ---------------------------------------------------------------------------------------------------
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from c correct of n samples: 1 - C(n-c, k) / C(n, k), in exact arithmetic.
-
-    The probability that k samples drawn without replacement from the n include a correct one.
-    """
-    n, c, k = operator.index(n), operator.index(c), operator.index(k)
-    if n < 1:
-        raise ValueError(f"pass@k needs n >= 1 samples, got n={n}")
-    if not 0 <= c <= n:
-        raise ValueError(f"correct count c={c} must lie in [0, n={n}]")
-    if not 1 <= k <= n:
-        raise ValueError(f"k={k} must lie in [1, n={n}]: pass@k needs k <= n samples")
-    total = math.comb(n, k)
-    return float(Fraction(total - math.comb(n - c, k), total))
-
-
-def _mean_pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> float:
-    """Mean of pass@k over problems with n[i] samples and c[i] correct."""
-    return float(np.mean([pass_at_k(int(ni), int(ci), k) for ni, ci in zip(n, c, strict=True)]))
-
-
-def _average_pass_at_k(n: np.ndarray, c: np.ndarray) -> float:
-    """Report 003's average of pass@k over k = 1..min(n), averaged over problems."""
-    return float(np.mean([_mean_pass_at_k(n, c, k) for k in range(1, int(n.min()) + 1)]))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Grading and the per-sample table
-# ---------------------------------------------------------------------------------------------------
-
-
-def grade_samples(
-    tasks: Sequence[Task],
-    texts: Sequence[str],
-    n: int,
-    completion_tokens: Sequence[int] | None = None,
-    finish_reasons: Sequence[str] | None = None,
-    tiers: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Grade ``n`` completions per task (``texts`` flattened task-major: sample ``i * n + j``).
-
-    One row per sample; columns ``SAMPLE_COLUMNS`` (+ ``tier``). Final-answer columns come from
-    ``verifier.verify`` (the last answer span); ``answer_spans``, ``first_verifying_correct`` and
-    ``first_correct_end`` from ``verifier.scan_answers`` (report 003).
-    """
-    if len(texts) != len(tasks) * n:
-        raise ValueError(f"{len(texts)} completions for {len(tasks)} tasks x n={n}")
-    rows = []
-    for flat, text in enumerate(texts):
-        task = tasks[flat // n]
-        verdict = verify(text, task.nums, task.target)
-        scan = scan_answers(text, task.nums, task.target)
-        first = scan.first_correct
-        rows.append(
-            {
-                "task_index": flat // n,
-                "nums": list(task.nums),
-                "target": task.target,
-                "num_count": task.num_count,
-                "sample_index": flat % n,
-                "reward": verdict.reward,
-                "correct": verdict.correct,
-                "well_formed": verdict.well_formed,
-                "reason": str(verdict.reason),
-                "answer_spans": len(scan.spans),
-                "first_verifying_correct": first is not None,
-                "first_correct_end": -1 if first is None else first.end,
-                "completion_tokens": -1 if completion_tokens is None else int(completion_tokens[flat]),
-                "finish_reason": "" if finish_reasons is None else finish_reasons[flat],
-                "completion": text,
-            }
-        )
-    table = pd.DataFrame(rows, columns=list(SAMPLE_COLUMNS))
-    if tiers is not None:
-        if len(tiers) != len(tasks):
-            raise ValueError(f"{len(tiers)} tier labels for {len(tasks)} tasks")
-        table.insert(4, "tier", [str(tiers[i]) for i in table["task_index"]])
-    return table
-
-
-# ---------------------------------------------------------------------------------------------------
-# Summaries: pure functions of the per-sample table
-# ---------------------------------------------------------------------------------------------------
-
-
-def _check_table(samples: pd.DataFrame) -> None:
-    if samples.empty:
-        raise ValueError("the per-sample table is empty: nothing to summarise")
-    missing = {"task_index", "num_count", "reward", "correct", "well_formed"} - set(samples.columns)
-    if missing:
-        raise ValueError(f"the per-sample table lacks columns {sorted(missing)}")
-
-
-def problem_table(samples: pd.DataFrame, ks: Sequence[int] | None = None) -> pd.DataFrame:
-    """One row per problem: n, correct count, first-verifying count, mean score, and pass@k columns.
-
-    The correct counts (or the pass@k columns) of two runs on the same tasks feed
-    ``stats.paired_bootstrap``. ``ks`` defaults to the ``PASS_KS`` <= the smallest n.
-    """
-    _check_table(samples)
-    grouped = samples.groupby("task_index", sort=True)
-    problems = grouped.agg(
-        target=("target", "first"),
-        num_count=("num_count", "first"),
-        n=("correct", "size"),
-        correct=("correct", "sum"),
-        mean_score=("reward", "mean"),
-    )
-    if "nums" in samples.columns:
-        problems.insert(0, "nums", grouped["nums"].first())
-    if "tier" in samples.columns:
-        problems.insert(3, "tier", grouped["tier"].first())
-    if "first_verifying_correct" in samples.columns:
-        problems["first_verifying_correct"] = grouped["first_verifying_correct"].sum()
-    ks = _default_ks(problems["n"].to_numpy()) if ks is None else tuple(ks)
-    for k in ks:
-        problems[f"pass@{k}"] = [
-            pass_at_k(int(n), int(c), k) for n, c in zip(problems["n"], problems["correct"], strict=True)
-        ]
-    return problems.reset_index()
-
-
-def _default_ks(n: np.ndarray) -> tuple[int, ...]:
-    return tuple(k for k in PASS_KS if k <= int(n.min()))
-
-
-def _core_summary(samples: pd.DataFrame, ks: Sequence[int]) -> dict[str, Any]:
-    """Pass@k, average pass@k, rates and report 003's diagnostic for one set of samples."""
-    counts = samples.groupby("task_index", sort=True)["correct"].agg(["size", "sum"])
-    n, c = counts["size"].to_numpy(), counts["sum"].to_numpy()  # (P,), (P,)
-    summary: dict[str, Any] = {"num_tasks": int(len(counts)), "samples": int(len(samples))}
-    summary.update({f"pass@{k}": _mean_pass_at_k(n, c, k) for k in ks})
-    summary["avg_pass@k"] = _average_pass_at_k(n, c)
-    summary["mean_score"] = float(samples["reward"].mean())
-    summary["exact_rate"] = float(samples["correct"].mean())
-    summary["well_formed"] = float(samples["well_formed"].mean())
-    if "first_verifying_correct" in samples.columns:
-        first = samples.groupby("task_index", sort=True)["first_verifying_correct"].sum().to_numpy()  # (P,)
-        diagnostic = {f"pass@{k}": _mean_pass_at_k(n, first, k) for k in ks}
-        diagnostic["avg_pass@k"] = _average_pass_at_k(n, first)
-        summary["first_verifying"] = diagnostic
-        abandoned = samples["first_verifying_correct"] & ~samples["correct"].astype(bool)
-        summary["abandoned_rate"] = float(abandoned.mean())
-    if "answer_spans" in samples.columns:
-        summary["answer_spans_per_rollout"] = float(samples["answer_spans"].mean())
-    return summary
-
-
-def summarize(samples: pd.DataFrame, ks: Sequence[int] | None = None) -> dict[str, Any]:
-    """The JSON-ready summary of a per-sample table: overall, ``by_num_count`` and ``by_tier``.
-
-    ``ks`` defaults to the ``PASS_KS`` <= the smallest per-problem n; a k above it raises. Pass@k is
-    averaged over problems; rates are averaged over samples. Group keys are strings ("3", "T1").
-    """
-    _check_table(samples)
-    n_min = int(samples.groupby("task_index").size().min())
-    ks = _default_ks(np.array([n_min])) if ks is None else tuple(ks)
-    for k in ks:
-        if k > n_min:
-            raise ValueError(f"k={k} exceeds n={n_min} samples per problem")
-    summary = {"n": n_min, **_core_summary(samples, ks)}
-    summary["by_num_count"] = {
-        str(key): _core_summary(group, ks) for key, group in samples.groupby("num_count", sort=True)
-    }
-    if "tier" in samples.columns:
-        summary["by_tier"] = {
-            str(key): _core_summary(group, ks) for key, group in samples.groupby("tier", sort=True)
-        }
-    return summary
 
 
 @dataclass(frozen=True)

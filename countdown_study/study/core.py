@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.evaluation.passk import pass_at_k, problem_table, summarize
 from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runs.store import RunBusyError, RunStore
@@ -333,7 +334,7 @@ def run_summaries(result: StudyResult, by: str | None = None) -> pd.DataFrame:
     for (method, seed), table in result.samples.groupby(["method", "seed"], sort=False):
         groups = [(None, table)] if by is None else list(table.groupby(by, sort=True))
         for key, group in groups:
-            summary = evaluation.summarize(group)
+            summary = summarize(group)
             row = {"method": method, "seed": seed, **{m: summary.get(m) for m in METRICS if m in summary}}
             if by is not None:
                 row[by] = key
@@ -370,7 +371,7 @@ def problem_matrix(result: StudyResult, method: str, metric: str) -> np.ndarray:
         raise ValueError(f"no results for method {method!r}; have {list(result.methods)}")
     columns = []
     for seed in result.preset.seeds:
-        problems = evaluation.problem_table(table[table["seed"] == seed])
+        problems = problem_table(table[table["seed"] == seed])
         if metric not in problems:
             raise ValueError(f"unknown per-problem metric {metric!r}; have {list(problems.columns)}")
         columns.append(problems.sort_values("task_index")[metric].to_numpy(dtype=float))
@@ -414,7 +415,7 @@ def pass_at_k_curves(result: StudyResult) -> pd.DataFrame:
         n = int(table.groupby(["seed", "task_index"]).size().min())
         counts = table.groupby(["seed", "task_index"])["correct"].agg(["size", "sum"])
         for k in range(1, n + 1):
-            values = [evaluation.pass_at_k(int(s), int(c), k) for s, c in counts.itertuples(index=False)]
+            values = [pass_at_k(int(s), int(c), k) for s, c in counts.itertuples(index=False)]
             mean = float(np.mean(values))
             low, high = wilson_interval(mean * len(values), len(values))
             rows.append({"method": method, "k": k, "pass@k": mean, "ci_low": low, "ci_high": high})

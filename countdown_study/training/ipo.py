@@ -1,4 +1,6 @@
-"""IPO (Azar et al., 2023): the reports' offline preference baseline between SFT and RLOO.
+"""The IPO stage (Azar et al., 2023): the reports' offline preference baseline between SFT and RLOO.
+
+The objective (pairs and loss) is ``objectives.ipo``; this module samples, fits and evaluates.
 
 Pairs are labelled by the verifier from the SFT policy's own samples: for a prompt, a completion
 that verifies (reward 1) is preferred to one that does not. The loss is IPO's squared regression of
@@ -16,71 +18,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from countdown_study.countdown.prompts import format_prompt
 from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
 from countdown_study.policy import load_policy, policy_identity, prompt_template
 from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
 from countdown_study.training.loop import evaluate_run, rewards_of, study_tasks
-
-
-@dataclass(frozen=True)
-class PreferencePair:
-    """One verifier-labelled pair: two samples of the same prompt."""
-
-    prompt: int
-    """Index of the prompt in its batch."""
-    chosen: int
-    """Flat sample index (``prompt * G + g``) of the preferred, verifying completion."""
-    rejected: int
-    """Flat sample index of the dispreferred completion."""
-
-
-def preference_pairs(
-    rewards: np.ndarray, rng: np.random.Generator, max_pairs_per_prompt: int = 2, correct: float = 1.0
-) -> list[PreferencePair]:
-    """Pairs (verifying, non-verifying) from a ``(P, G)`` reward array; prompts with no mix give none.
-
-    Each prompt contributes at most ``max_pairs_per_prompt`` pairs, chosen uniformly from its
-    (correct, incorrect) combinations without repeating a combination.
-    """
-    if rewards.ndim != 2:
-        raise ValueError(f"rewards must be (P, G), got shape {rewards.shape}")
-    if max_pairs_per_prompt < 1:
-        raise ValueError(f"max_pairs_per_prompt must be at least 1, got {max_pairs_per_prompt}")
-    num_prompts, group = rewards.shape
-    pairs = []
-    for p in range(num_prompts):
-        good = np.flatnonzero(rewards[p] >= correct)
-        bad = np.flatnonzero(rewards[p] < correct)
-        if len(good) == 0 or len(bad) == 0:
-            continue
-        combos = [(g, b) for g in good for b in bad]
-        take = rng.choice(len(combos), size=min(max_pairs_per_prompt, len(combos)), replace=False)
-        pairs.extend(PreferencePair(p, p * group + combos[t][0], p * group + combos[t][1]) for t in take)
-    return pairs
-
-
-def ipo_loss(
-    policy_chosen: torch.Tensor,
-    policy_rejected: torch.Tensor,
-    ref_chosen: torch.Tensor,
-    ref_rejected: torch.Tensor,
-    tau: float = 0.1,
-) -> tuple[torch.Tensor, dict]:
-    """Mean IPO loss over pairs; all inputs are ``(N,)`` sequence log-probs."""
-    if tau <= 0:
-        raise ValueError(f"tau must be positive, got {tau}")
-    margin = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)  # (N,) h in Azar et al.
-    loss = ((margin - 1.0 / (2.0 * tau)) ** 2).mean()
-    stats = {"ipo_loss": loss.item(), "margin": margin.mean().item(), "pairs": int(margin.numel())}
-    return loss, stats
-
 
 # ---------------------------------------------------------------------------------------------------
 # The IPO stage: SFT samples -> verifier-labelled pairs -> IPO updates -> evaluation
