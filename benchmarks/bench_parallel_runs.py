@@ -30,9 +30,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "parallel_runs.json"
 def worker(threads: int, seed: int, warmup: int, steps: int, barrier, queue) -> None:
     """Run ``warmup + steps`` RLOO steps; put (timed-phase start, end, per-step seconds) on ``queue``."""
     import torch
-    from countdown_study.countdown.tasks import generate_tasks
 
+    from countdown_study.countdown.generate import generate_tasks
     from countdown_study.policy import load_policy, prompt_template
+    from countdown_study.rollout import make_engine
     from countdown_study.samplers import make_sampler
     from countdown_study.training.loop import preset, rloo_step
 
@@ -42,14 +43,15 @@ def worker(threads: int, seed: int, warmup: int, steps: int, barrier, queue) -> 
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, fused=True)
     sampler = make_sampler("uniform", generate_tasks(2000, seed=100 + seed), seed)
     template = prompt_template(model)
+    engine = make_engine(model, tokenizer, config.sampling)
     barrier.wait()
     for step in range(warmup):
-        rloo_step(step, model, None, tokenizer, optimizer, sampler, config, template)
+        rloo_step(step, model, None, engine, optimizer, sampler, config, template)
     barrier.wait()
     start, seconds = time.perf_counter(), []
     for step in range(warmup, warmup + steps):
         clock = time.perf_counter()
-        rloo_step(step, model, None, tokenizer, optimizer, sampler, config, template)
+        rloo_step(step, model, None, engine, optimizer, sampler, config, template)
         seconds.append(time.perf_counter() - clock)
     queue.put((start, time.perf_counter(), seconds))
 

@@ -49,13 +49,14 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
-from countdown_study.countdown.tasks import Task, generate_tasks
 
+from countdown_study.countdown.generate import generate_tasks
 from countdown_study.countdown.prompts import ANSWER_CLOSE, format_prompt
+from countdown_study.countdown.task import Task
 from countdown_study.countdown.verifier import compute_score
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import build_model, build_tokenizer, load_policy, prompt_template
-from countdown_study.rollout import encode_prompts, single_token_id
+from countdown_study.rollout import encode_prompts, make_engine, single_token_id
 from countdown_study.runs.files import atomic_write_json
 from countdown_study.runs.provenance import provenance
 from countdown_study.samplers import make_sampler
@@ -104,12 +105,13 @@ class PackageRun:
             self.model.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay, fused=True
         )
         self.sampler = make_sampler(self.config.sampler, self.pool, self.config.seed)
-        self.template = self.config.template or prompt_template(self.model)
+        self.template = self.config.data.template or prompt_template(self.model)
+        self.engine = make_engine(self.model, self.tokenizer, self.config.sampling)
 
     def step(self) -> None:
         started, cpu_started = time.perf_counter(), time.process_time()
         record = rloo_step(
-            len(self.steps), self.model, None, self.tokenizer, self.optimizer, self.sampler, self.config,
+            len(self.steps), self.model, None, self.engine, self.optimizer, self.sampler, self.config,
             self.template,
         )  # fmt: skip
         total, cpu = time.perf_counter() - started, time.process_time() - cpu_started

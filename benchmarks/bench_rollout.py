@@ -7,8 +7,9 @@ The model is ``--policy`` when given, else the embedded SFT checkpoint when
 says which; a random model writes shorter completions, so compare tokens/s rather than seconds).
 
 Each (engine, dtype) runs in its own child process, one after another, so its peak resident memory
-(``resource.getrusage``) is its own: a warm-up call, then ``--repeats`` timed batches with seeds
-0..repeats-1 (medians reported). Goal: ``native`` at least 2x ``hf`` in tokens/s at equal dtype.
+(``resource.getrusage``) is its own: one ``make_engine`` (timed as the startup for vllm), a warm-up
+call, then ``--repeats`` timed batches with seeds 0..repeats-1 (medians reported). Goal: ``native`` at
+least 2x ``hf`` in tokens/s at equal dtype.
 
 Run: ``python benchmarks/bench_rollout.py`` with the package installed (or ``PYTHONPATH=.``); one
 torch thread by default (the machine is shared, and one thread sampled about as fast as two).
@@ -54,8 +55,7 @@ def _load(policy: str, seed: int):
 
 def _prompts(model, count: int, seed: int) -> list[str]:
     """``count`` prompts in the policy's template from the package's task generator."""
-    from countdown_study.countdown.tasks import generate_tasks
-
+    from countdown_study.countdown.generate import generate_tasks
     from countdown_study.countdown.prompts import format_prompt
     from countdown_study.policy import prompt_template
 
@@ -71,7 +71,7 @@ def _run_engine(engine: str, dtype: str, args: argparse.Namespace) -> dict:
     """Time one engine in this (child) process: warm-up, then ``args.repeats`` batches."""
     import torch
 
-    from countdown_study.rollout import SamplingConfig, VllmRunner, sample
+    from countdown_study.rollout import SamplingConfig, make_engine
 
     torch.set_num_threads(args.threads)
     model, tokenizer, source = _load(args.policy, args.seed)
@@ -79,13 +79,13 @@ def _run_engine(engine: str, dtype: str, args: argparse.Namespace) -> dict:
     config = SamplingConfig(engine=engine, dtype=dtype, max_new_tokens=args.max_new_tokens)
     rss_before = _peak_rss_mb()
     started = time.perf_counter()
-    runner = VllmRunner(model, dtype=dtype) if engine == "vllm" else None
+    runner = make_engine(model, tokenizer, config)  # one per run: a vllm engine starts its instance here
     startup = time.perf_counter() - started
-    sample(model, tokenizer, prompts[:4], 2, config, seed=10_000, vllm_runner=runner)  # warm-up
+    runner.sample(prompts[:4], 2, seed=10_000)  # warm-up
     seconds, tokens, mean_lengths = [], [], []
     for repeat in range(args.repeats):
         started = time.perf_counter()
-        rollouts = sample(model, tokenizer, prompts, args.group_size, config, seed=repeat, vllm_runner=runner)
+        rollouts = runner.sample(prompts, args.group_size, seed=repeat)
         seconds.append(time.perf_counter() - started)
         tokens.append(rollouts.num_tokens)
         mean_lengths.append(rollouts.num_tokens / rollouts.num_samples)

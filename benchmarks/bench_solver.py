@@ -24,9 +24,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from countdown_study.countdown.tasks import generate_tasks
 
-from countdown_study.countdown.solver import _exact_features, difficulty_vectors, solution_count, solve
+from countdown_study.countdown.features import _exact_features, difficulty_vectors
+from countdown_study.countdown.generate import generate_tasks
+from countdown_study.countdown.solver import solution_count, solve
 from countdown_study.runs.files import atomic_write_json
 from countdown_study.runs.provenance import provenance
 

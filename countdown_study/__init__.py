@@ -1,9 +1,108 @@
 """countdown_study: reproducible RLVR studies on the Countdown arithmetic task.
 
-Modules, one per noun of the study: ``tasks`` (task data), ``solver`` (exact solver and Difficulty
-Vector), ``verifier`` (the reward), ``prompts`` (answer tags and templates), ``policy`` (tokenizer,
-tiny model, loading), ``sft`` (the supervised stage), ``rollout`` (sampling engines), ``rloo``,
-``samplers``, ``train``, ``evaluate``, ``stats``, ``runstore``, ``paths`` and ``cli``.
+Layers, lowest first (``tests/test_walls.py`` holds the walls between them):
+
+* ``countdown``: pure ground truth, no torch: tasks, generator, loading, splits, difficulty, solver,
+  features, prompts, verifier, grading;
+* ``policy``: tokenizer, tiny model, ``load_policy``, pure trace builders;
+* ``rollout``: sampling engines (native, hf, vllm) around a small core;
+* ``objectives``: pure tensor losses (RLOO, IPO);
+* ``samplers``: which tasks each step trains on; they see tasks, features and observations only;
+* ``training``: the RLOO loop, the IPO and SFT stages;
+* ``evaluation``: pass@k tables (``passk``, no torch) and sampling-based evaluation;
+* ``runs``: the run store, files, provenance;
+* ``study``: presets, method rows, tables, seed-aware statistics;
+* ``reporting``: outputs, plots, references;
+* ``cli``: the ``countdown-study`` command line (nothing in the library imports it);
+* ``paths`` and ``seeding``: the one place for paths and for seeds.
+
+The public names (``__all__``) are importable from here lazily: each loads its home module on first
+access, so ``countdown_study.compute_score(...)`` imports no torch. Subpackages load on access too.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Task": "countdown_study.countdown",
+    "generate_tasks": "countdown_study.countdown",
+    "load_tasks": "countdown_study.countdown",
+    "solve": "countdown_study.countdown",
+    "solution_count": "countdown_study.countdown",
+    "difficulty_vectors": "countdown_study.countdown",
+    "compute_score": "countdown_study.countdown",
+    "verify": "countdown_study.countdown",
+    "scan_answers": "countdown_study.countdown",
+    "load_policy": "countdown_study.policy",
+    "pass_at_k": "countdown_study.evaluation.passk",
+}
+"""Public name -> the module that defines it (imported on first access)."""
+
+_SUBMODULES = frozenset(
+    {
+        "cli",
+        "countdown",
+        "evaluation",
+        "objectives",
+        "paths",
+        "policy",
+        "reporting",
+        "rollout",
+        "runs",
+        "samplers",
+        "seeding",
+        "study",
+        "training",
+    }
+)
+"""Subpackages and top-level modules, imported on attribute access."""
+
+__all__ = [
+    "Task",
+    "compute_score",
+    "difficulty_vectors",
+    "generate_tasks",
+    "load_policy",
+    "load_tasks",
+    "pass_at_k",
+    "scan_answers",
+    "solution_count",
+    "solve",
+    "verify",
+]
+"""The public names (``_LAZY``'s keys), importable from here."""
+
+if TYPE_CHECKING:
+    from countdown_study.countdown import (
+        Task,
+        compute_score,
+        difficulty_vectors,
+        generate_tasks,
+        load_tasks,
+        scan_answers,
+        solution_count,
+        solve,
+        verify,
+    )
+    from countdown_study.evaluation.passk import pass_at_k
+    from countdown_study.policy import load_policy
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_SUBMODULES})

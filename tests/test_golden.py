@@ -18,7 +18,9 @@ GOLDEN = {
 }
 
 
-@pytest.mark.parametrize("method", [study.SFT, study.UNIFORM, study.REPORT_000[2], study.IPO], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "method", [study.SFT, study.UNIFORM, study.REPORT_000[2], study.IPO], ids=lambda m: m.name
+)
 def test_tiny_preset_gives_the_pinned_numbers(method, tmp_path):
     preset = study.study_preset("tiny")
     assert preset.threads == 1 and preset.seeds == (0,)

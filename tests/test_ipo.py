@@ -5,20 +5,21 @@ import pytest
 import torch
 
 from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
+from countdown_study.training.specs import DataSpec
 
 
 def test_pairs_only_from_mixed_groups_and_capped():
-    rewards = np.array([[1.0, 0.1, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.1, 0.0, 0.1, 0.0]])
-    pairs = preference_pairs(rewards, np.random.default_rng(0), max_pairs_per_prompt=3)
+    correct = np.array([[1.0, 0.1, 0.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.1, 0.0, 0.1, 0.0]]) == 1.0
+    pairs = preference_pairs(correct, np.random.default_rng(0), max_pairs_per_prompt=3)
     assert len(pairs) == 3 and {p.prompt for p in pairs} == {0}
     assert all(p.chosen in (0, 3) and p.rejected in (1, 2) for p in pairs)
     assert len(set(pairs)) == 3  # no combination twice
-    assert preference_pairs(rewards, np.random.default_rng(0), max_pairs_per_prompt=3) == pairs
+    assert preference_pairs(correct, np.random.default_rng(0), max_pairs_per_prompt=3) == pairs
 
 
 def test_pair_indices_are_flat_sample_indices():
-    rewards = np.array([[0.0, 0.0], [0.0, 1.0]])
-    assert preference_pairs(rewards, np.random.default_rng(1)) == [PreferencePair(1, 3, 2)]
+    correct = np.array([[False, False], [False, True]])
+    assert preference_pairs(correct, np.random.default_rng(1)) == [PreferencePair(1, 3, 2)]
 
 
 def test_ipo_loss_worked_example():
@@ -39,7 +40,9 @@ def test_ipo_gradient_raises_the_chosen_log_prob_when_margin_is_small():
 
 def test_bad_input():
     with pytest.raises(ValueError, match=r"\(P, G\)"):
-        preference_pairs(np.zeros(4), np.random.default_rng(0))
+        preference_pairs(np.zeros(4, dtype=bool), np.random.default_rng(0))
+    with pytest.raises(ValueError, match="bool"):
+        preference_pairs(np.zeros((2, 2)), np.random.default_rng(0))  # rewards, not correctness
     with pytest.raises(ValueError, match="tau"):
         ipo_loss(torch.zeros(1), torch.zeros(1), torch.zeros(1), torch.zeros(1), tau=0.0)
 
@@ -73,7 +76,7 @@ def test_fit_ipo_widens_the_margin_of_the_chosen_samples(tmp_path):
         PreferencePair(1, 4, 5),
         PreferencePair(1, 6, 7),
     ]
-    config = IPOConfig(policy=folder, epochs=10, batch_pairs=2, lr=1e-2, threads=1)
+    config = IPOConfig(data=DataSpec(policy=folder), epochs=10, batch_pairs=2, lr=1e-2, threads=1)
     records = []
     steps = fit_ipo(model, ref_model, rollouts, pairs, config, records.append, progress=False)
     assert steps == 20 and [r["step"] for r in records] == list(range(20))
@@ -90,8 +93,9 @@ def test_ipo_stage_refuses_a_policy_with_no_verifying_samples(tmp_path):
     from countdown_study.training.ipo import IPOConfig, train_ipo
 
     config = IPOConfig(
-        policy=_tiny_policy(tmp_path / "policy"), train_tasks="generated:100:1", eval_tasks="generated:10:0",
-        eval_limit=3, prompts=4, group_size=2, threads=1, sampling=SamplingConfig(max_new_tokens=4),
+        data=DataSpec(_tiny_policy(tmp_path / "policy"), train_tasks="generated:100:1", eval_tasks="generated:10:0",
+                      eval_limit=3),
+        prompts=4, group_size=2, threads=1, sampling=SamplingConfig(max_new_tokens=4),
     )  # fmt: skip
     with pytest.raises(ValueError, match="no preference pairs"):
         train_ipo(config, root=tmp_path / "runs", progress=False)

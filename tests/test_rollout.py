@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from countdown_study import rollout
 from countdown_study.countdown.prompts import ANSWER_CLOSE, format_prompt
 from countdown_study.policy import build_model, build_tokenizer
 from countdown_study.rollout import (
+    DTYPE_NAMES,
+    DTYPES,
     VLLM_INSTALL_HINT,
+    Engine,
     SamplingConfig,
-    _Stopper,
     encode_prompts,
     filter_top_k_top_p,
     inverse_cdf_sample,
+    make_engine,
     sample,
     sequence_logprobs,
 )
+from countdown_study.rollout import hf as hf_engine
+from countdown_study.rollout.core import _Stopper
 
 PROMPTS = [format_prompt([44, 19, 35], 98), format_prompt([1, 2], 3), format_prompt([10, 20, 30, 40], 100)]
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -66,7 +72,7 @@ def test_behaviour_logprobs_match_full_forward(model, tokenizer, engine, tempera
 def test_hf_logprobs_without_stored_logits_match_stored_ones(model, tokenizer, monkeypatch):
     config = SamplingConfig(engine="hf", max_new_tokens=32, temperature=0.8)
     stored = sample(model, tokenizer, PROMPTS, 3, config, seed=1)
-    monkeypatch.setattr(rollout, "HF_LOGITS_BYTES", 0)  # as for a large vocabulary: recompute by forward
+    monkeypatch.setattr(hf_engine, "HF_LOGITS_BYTES", 0)  # as for a large vocabulary: recompute by forward
     recomputed = sample(model, tokenizer, PROMPTS, 3, config, seed=1)
     assert recomputed.completion_ids == stored.completion_ids
     assert recomputed.finish_reasons == stored.finish_reasons
@@ -312,6 +318,76 @@ def test_native_refuses_other_architectures(tokenizer):
     )
     with pytest.raises(ValueError, match="engine='hf'"):
         sample(llama, tokenizer, PROMPTS, 1, SamplingConfig(max_new_tokens=2), seed=0)
+    with pytest.raises(ValueError, match="engine='hf'"):
+        make_engine(llama, tokenizer, SamplingConfig(max_new_tokens=2))  # refused when the engine is made
+
+
+# ---------------------------------------------------------------------------------------------------
+# one Engine per run
+
+
+def _assert_same_rollouts(first, second) -> None:
+    assert first.completion_ids == second.completion_ids
+    assert first.texts == second.texts and first.finish_reasons == second.finish_reasons
+    assert all(torch.equal(a, b) for a, b in zip(first.logprobs, second.logprobs, strict=True))
+
+
+@pytest.mark.parametrize("engine", ["native", "hf"])
+def test_engine_gives_the_rollouts_of_sample(model, tokenizer, engine):
+    config = SamplingConfig(engine=engine, max_new_tokens=32)
+    runner = make_engine(model, tokenizer, config)
+    assert isinstance(runner, Engine) and runner.kind == engine and runner.sampling == config
+    for seed in (7, 8):  # one engine, several calls
+        _assert_same_rollouts(
+            runner.sample(PROMPTS, 3, seed), sample(model, tokenizer, PROMPTS, 3, config, seed)
+        )
+
+
+@pytest.mark.parametrize("engine, dtype", [("native", "float32"), ("native", "bfloat16"), ("hf", "float32")])
+def test_engine_samples_the_current_weights(tokenizer, engine, dtype):
+    policy = build_model(tokenizer, seed=0).eval()  # changed in place below, as training does
+    config = SamplingConfig(engine=engine, dtype=dtype, max_new_tokens=24, stop_at_answer=False)
+    runner = make_engine(policy, tokenizer, config)
+    before = runner.sample(PROMPTS, 2, seed=3)
+    with torch.no_grad():
+        for parameter in policy.parameters():
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(1)))
+    after = runner.sample(PROMPTS, 2, seed=3)
+    assert not all(torch.equal(a, b) for a, b in zip(before.logprobs, after.logprobs, strict=True))
+    _assert_same_rollouts(after, sample(policy, tokenizer, PROMPTS, 2, config, seed=3))
+    tolerance = 1e-4 if dtype == "float32" else 0.2
+    assert _max_logprob_error(policy, after) < tolerance  # log-probs of the updated weights
+
+
+def test_engine_takes_another_sampling_config_per_call(model, tokenizer):
+    train = SamplingConfig(max_new_tokens=32)
+    evaluation = SamplingConfig(max_new_tokens=32, temperature=0.6, top_p=0.95, top_k=20)
+    runner = make_engine(model, tokenizer, train)
+    overridden = runner.sample(PROMPTS, 3, seed=5, sampling=evaluation)
+    _assert_same_rollouts(overridden, sample(model, tokenizer, PROMPTS, 3, evaluation, seed=5))
+    _assert_same_rollouts(
+        runner.sample(PROMPTS, 3, seed=5), sample(model, tokenizer, PROMPTS, 3, train, seed=5)
+    )
+    assert runner.sampling == train  # the override was for that call only
+
+
+def test_engine_refuses_a_config_of_another_kind(model, tokenizer):
+    runner = make_engine(model, tokenizer, SamplingConfig(engine="native"))
+    with pytest.raises(ValueError, match=r"'native'.*'hf'"):
+        runner.sample(PROMPTS, 1, seed=0, sampling=SamplingConfig(engine="hf"))
+    with pytest.raises(TypeError, match="SamplingConfig"):
+        make_engine(model, tokenizer, {"engine": "native"})
+
+
+def test_sampling_config_needs_no_torch():
+    code = (
+        "import sys\n"
+        "from countdown_study.rollout import SamplingConfig\n"
+        "SamplingConfig(engine='hf', temperature=0.6, top_p=0.95, top_k=20)\n"
+        "assert 'torch' not in sys.modules, 'importing SamplingConfig loaded torch'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert tuple(DTYPES) == DTYPE_NAMES  # the torch dtypes cover exactly the names a config accepts
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -340,3 +416,21 @@ def test_vllm_logprobs_match_full_forward_after_weight_pushes(model, tokenizer):
         assert (full.logprobs - behaviour).abs().max().item() < 1e-4
         drawn.append(rollouts.completion_ids)
     assert drawn[0] == drawn[2] != drawn[1]  # same weights and seed, same draws
+
+
+@pytest.mark.skipif(not HAS_VLLM, reason="vllm not installed (pip install countdown_study[vllm])")
+def test_vllm_engine_keeps_one_runner_and_pushes_new_weights(tokenizer):
+    policy = build_model(tokenizer, seed=0).eval()
+    config = SamplingConfig(engine="vllm", max_new_tokens=32, dtype="float32", temperature=0.8)
+    runner = make_engine(policy, tokenizer, config)
+    vllm_runner = runner.vllm_runner
+    before = runner.sample(PROMPTS, 4, seed=11)
+    with torch.no_grad():
+        for parameter in policy.parameters():
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=torch.Generator().manual_seed(1)))
+    after = runner.sample(PROMPTS, 4, seed=11)
+    assert runner.vllm_runner is vllm_runner  # started once
+    assert _max_logprob_error(policy, after, temperature=0.8) < 1e-4
+    assert before.completion_ids != after.completion_ids
+    with pytest.raises(ValueError, match="dtype"):
+        runner.sample(PROMPTS, 1, seed=0, sampling=SamplingConfig(engine="vllm", dtype="bfloat16"))

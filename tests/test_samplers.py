@@ -1,11 +1,14 @@
 """Samplers: the uniform baselines and the interface contract."""
 
+import json
+
 import numpy as np
 import pytest
+from synthetic import grades_of
 
-from countdown_study.countdown.tasks import Task
+from countdown_study.countdown import generate_tasks
+from countdown_study.countdown.task import Task
 from countdown_study.samplers import Batch, make_sampler
-from countdown_study.seeding import derive_rng
 
 POOL = [Task((1, 2, 3), t) for t in range(10, 23)]  # 13 tasks: batches of 4 cross epoch boundaries
 
@@ -35,13 +38,42 @@ def test_batch_tasks_match_indices():
     assert batch.tasks == tuple(POOL[i] for i in batch.indices)
 
 
-def test_resumed_sampler_repeats_the_same_batches():
-    first = make_sampler("uniform", POOL, seed=9)
-    first.load_state_dict(first.state_dict())
-    fresh = make_sampler("uniform", POOL, seed=9)
-    assert [first.next_batch(s, 4).indices for s in range(7, 12)] == [
-        fresh.next_batch(s, 4).indices for s in range(7, 12)
-    ]
+def synthetic_observation(step: int, batch: Batch, group_size: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded rewards and RLOO advantages ``(P, G)`` for a batch: task i is solved with probability
+    ``(i % 10) / 10``, else it gets the format score or nothing (a pure function of step and batch)."""
+    rng = np.random.default_rng((11, step))
+    p_correct = np.array([(i % 10) / 10 for i in batch.indices])[:, None]  # (P, 1)
+    draws = rng.random((len(batch.indices), group_size))  # (P, G)
+    rewards = np.where(draws < p_correct, 1.0, np.where(draws < 0.8, 0.1, 0.0))  # (P, G)
+    others_mean = (rewards.sum(axis=1, keepdims=True) - rewards) / (group_size - 1)  # (P, G)
+    return rewards, rewards - others_mean
+
+
+def run_steps(sampler, steps: range, batch_size: int = 6) -> list[tuple[int, ...]]:
+    """Draw and observe one batch per step; the batches' indices."""
+    drawn = []
+    for step in steps:
+        batch = sampler.next_batch(step, batch_size)
+        rewards, advantages = synthetic_observation(step, batch)
+        sampler.observe(step, batch, grades_of(rewards), advantages)
+        drawn.append(batch.indices)
+    return drawn
+
+
+@pytest.mark.parametrize("name", ["adaptive_v1", "sliding_window"])
+def test_resumed_sampler_repeats_the_same_batches(name):
+    pool = generate_tasks(60, 1)
+    first = make_sampler(name, pool, seed=3)
+    run_steps(first, range(15))  # past sliding_window's 10-step window: the level has moved
+    saved = json.loads(json.dumps(first.state_dict()))
+    fresh_state = make_sampler(name, pool, seed=3).state_dict()
+    assert saved != fresh_state  # the steps changed the state, so a no-op load would be caught
+
+    restored = make_sampler(name, pool, seed=3)
+    restored.load_state_dict(saved)
+    assert restored.state_dict() == saved
+    assert run_steps(restored, range(15, 25)) == run_steps(first, range(15, 25))
+    assert restored.state_dict() == first.state_dict()
 
 
 def test_bad_input_names_the_problem():

@@ -4,8 +4,10 @@ import json
 
 import numpy as np
 import pytest
+from synthetic import grades_of
 
-from countdown_study.countdown.tasks import Task, level_labels
+from countdown_study.countdown.difficulty import level_labels
+from countdown_study.countdown.task import Task
 from countdown_study.samplers import SAMPLERS, Batch, make_sampler
 from countdown_study.samplers.fixed_buckets import (
     FixedBucketConfig,
@@ -50,7 +52,7 @@ def run(sampler, steps, batch_size=8):
     batches = []
     for step in steps:
         batch = sampler.next_batch(step, batch_size)
-        sampler.observe(step, batch, synthetic_rewards(batch), np.zeros((batch_size, 4)))
+        sampler.observe(step, batch, grades_of(synthetic_rewards(batch)), np.zeros((batch_size, 4)))
         batches.append((batch.indices, batch.arms))
     return batches
 
@@ -69,12 +71,12 @@ def test_success_counting_v1_any_correct_v2_two_correct():
             [0.99, 1.0, 0.0, 0.0],  # 0.99 is not correct: one correct
         ]
     )
-    assert prompts_solved(rewards, 1).tolist() == [True, True, False, True]
-    assert prompts_solved(rewards, 2).tolist() == [False, True, False, False]
+    assert prompts_solved(rewards >= 1.0, 1).tolist() == [True, True, False, True]
+    assert prompts_solved(rewards >= 1.0, 2).tolist() == [False, True, False, False]
     batch = Batch(tuple(EASY3), (0, 1, 2, 3))
     for name, s_hat in (("fixed_v1", 0.75), ("fixed_v2", 0.25)):
         sampler = make_sampler(name, BUCKET_POOL)
-        sampler.observe(0, batch, rewards, np.zeros_like(rewards))
+        sampler.observe(0, batch, grades_of(rewards), np.zeros_like(rewards))
         assert sampler.ema["3"] == pytest.approx(0.05 * s_hat)  # from 0: (1 - 0.95) s_hat
         assert sampler.ema["4"] == 0.0  # absent from the batch: unchanged
 
@@ -92,7 +94,7 @@ def test_hard_bucket_unlocks_when_easy_ema_reaches_threshold(solved_rows, unlock
         batch = sampler.next_batch(step, 8)
         assert set(batch.arms) == {"3"} and not sampler.unlocked
         rewards = rewards_with([1] * solved_rows + [0] * (8 - solved_rows))
-        sampler.observe(step, batch, rewards, np.zeros_like(rewards))
+        sampler.observe(step, batch, grades_of(rewards), np.zeros_like(rewards))
     assert sampler.unlocked and sampler.ema["3"] >= 0.25
     assert "4" in sampler.next_batch(unlock_after, 64).arms
     assert sampler.stats()["unlocked"] == 1 and sampler.stats()["p_4"] > 0.5  # s_4 = 0 weighs most
@@ -102,7 +104,7 @@ def test_unlock_is_latched_and_absent_buckets_keep_their_ema():
     sampler = make_sampler("fixed_v1", BUCKET_POOL)
     sampler.load_state_dict({"ema": {"3": 0.26, "4": 0.2}, "unlocked": True})
     easy_batch = Batch(tuple(EASY3), (0, 1, 2, 3))
-    sampler.observe(0, easy_batch, rewards_with([0] * 4), np.zeros((4, 8)))
+    sampler.observe(0, easy_batch, grades_of(rewards_with([0] * 4)), np.zeros((4, 8)))
     assert sampler.ema["3"] == pytest.approx(0.95 * 0.26) and sampler.ema["3"] < 0.25
     assert sampler.ema["4"] == 0.2 and sampler.unlocked
 
@@ -157,7 +159,7 @@ def test_first_observation_initializes_the_prompt_ema():
     assert updated.tolist() == pytest.approx([0.3, 0.95 * 0.5 + 0.05 * 0.3])
     sampler = make_sampler("adaptive_v1", ADAPTIVE_POOL)
     batch = Batch((ADAPTIVE_POOL[7], ADAPTIVE_POOL[7]), (7, 7))  # drawn twice: updated twice, in order
-    sampler.observe(0, batch, np.array([[1.0, 0.0], [0.0, 0.0]]), np.zeros((2, 2)))
+    sampler.observe(0, batch, grades_of([[1.0, 0.0], [0.0, 0.0]]), np.zeros((2, 2)))
     assert sampler.ema[7] == pytest.approx(0.95 * 0.5)
     assert sampler.stats() == {"unknown": 199, "too_hard": 0, "learnable": 1, "too_easy": 0}
 
@@ -225,7 +227,9 @@ def feed(sampler, pass_rates, start=0):
     for offset, rate in enumerate(pass_rates):
         batch = sampler.next_batch(start + offset, 4)
         assert set(batch.arms) == {("easy", "medium", "hard")[sampler.level]}
-        sampler.observe(start + offset, batch, rewards_with([round(rate * 16)], 16), np.zeros((1, 16)))
+        sampler.observe(
+            start + offset, batch, grades_of(rewards_with([round(rate * 16)], 16)), np.zeros((1, 16))
+        )
         levels.append(sampler.level)
     return levels
 

@@ -1,23 +1,23 @@
-"""Tests of the supervised stage: traces, the completion mask, the schedule, determinism and resume."""
+"""Tests of the supervised stage: step data, the completion mask, the schedule, and runs in the run store
+(determinism, loading, resume, schedule continuation, atomic checkpoints, shipping, the command line)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 from dataclasses import replace
-from fractions import Fraction
-from random import Random
 
+import numpy as np
 import pytest
 import torch
 
-from countdown_study.countdown.prompts import ANSWER_OPEN, THINK_OPEN
-from countdown_study.countdown.solver import Derivation, Step, all_solutions
-from countdown_study.countdown.tasks import Task, generate_tasks
-from countdown_study.countdown.verifier import compute_score, scan_answers
+from countdown_study.cli import build_parser
+from countdown_study.cli import sft as sft_cli
+from countdown_study.countdown import format_prompt, generate_tasks
+from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
-from countdown_study.training import sft
+from countdown_study.runs.store import RunNotFinishedError
+from countdown_study.training import sft, sft_data
 
 TINY_MODEL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 TINY = sft.SFTConfig(
@@ -32,146 +32,50 @@ TINY = sft.SFTConfig(
     data_workers=0,
     multi_attempt_share=0.5,
 )
-TASKS = generate_tasks(24, seed=7)
-
-_STEP = re.compile(
-    r"^(-?\d+(?:/\d+)?|\(-?\d+(?:/\d+)?\))([-+*/])(-?\d+(?:/\d+)?|\(-?\d+(?:/\d+)?\))=(-?\d+(?:/\d+)?)$"
-)
-_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
-
-
-def _value(text: str) -> Fraction:
-    return Fraction(text.strip("()"))
-
-
-def _think_steps_hold(trace: str) -> bool:
-    """Every ``a op b = c`` written in a think span is exact arithmetic."""
-    for think in re.findall(r"<think>(.*?)</think>", trace):
-        for step in think.split(", "):
-            match = _STEP.match(step)
-            if match is None:
-                return False
-            left, op, right, value = match.groups()
-            if _OPS[op](_value(left), _value(right)) != _value(value):
-                return False
-    return True
-
-
-def _truth(task: Task) -> dict:
-    return {"target": task.target, "numbers": list(task.nums)}
-
-
-# --- traces --------------------------------------------------------------------------------------
-
-
-def test_single_attempt_traces_verify_and_show_true_arithmetic():
-    rng = Random(0)
-    for task in TASKS:
-        trace = sft.make_trace(task, rng, multi_attempt_share=0.0)
-        assert compute_score(trace, _truth(task)) == 1.0
-        assert trace.count(ANSWER_OPEN) == 1 and trace.count(THINK_OPEN) == 1
-        assert _think_steps_hold(trace)
-        assert len(re.findall(r"<think>(.*?)</think>", trace)[0].split(", ")) == task.num_count - 1
-
-
-def test_multi_attempt_traces_end_with_the_only_correct_answer():
-    rng = Random(1)
-    for task in TASKS:
-        trace = sft.make_trace(task, rng, multi_attempt_share=1.0, max_wrong_attempts=2)
-        spans = scan_answers(trace, task.nums, task.target).spans
-        assert 2 <= len(spans) <= 3
-        assert [s.verdict.correct for s in spans] == [False] * (len(spans) - 1) + [True]
-        assert all(s.verdict.well_formed for s in spans)
-        assert trace.count(THINK_OPEN) == len(spans)
-        assert _think_steps_hold(trace)
-        assert compute_score(trace, _truth(task)) == 1.0
-
-
-def test_multi_attempt_share_is_respected():
-    rng = Random(2)
-    task = Task((3, 5, 7), 22)
-    several = sum(
-        sft.make_trace(task, rng, multi_attempt_share=0.2).count(ANSWER_OPEN) > 1 for _ in range(2000)
-    )
-    assert 340 <= several <= 460  # binomial(2000, 0.2): mean 400, sd 18
-
-
-def test_same_rng_seed_gives_the_same_trace_and_solutions_vary():
-    task = Task((1, 2, 6, 8), 24)
-    solutions = all_solutions(task.nums, task.target)
-    first = [sft.make_trace(task, Random(s), 0.3, solutions=solutions) for s in range(20)]
-    again = [sft.make_trace(task, Random(s), 0.3, solutions=solutions) for s in range(20)]
-    assert first == again
-    assert len(set(first)) > 5
-
-
-def test_clean_solutions_are_preferred_when_present():
-    task = Task((40, 26, 8), 22)  # 40-(26-8) is clean; 40+(8-26) goes through -18
-    assert any(not sft.is_clean(d) for d in all_solutions(task.nums, task.target))
-    for seed in range(30):
-        trace = sft.make_trace(task, Random(seed), 0.0)
-        values = [Fraction(v) for v in re.findall(r"=(-?\d+(?:/\d+)?)", trace)]
-        assert values and all(v >= 0 and v.denominator == 1 for v in values)
-
-
-@pytest.mark.parametrize(
-    ("left", "op", "right", "value", "text"),
-    [
-        (44, "+", 19, 63, "44+19=63"),  # integers as written
-        (3, "/", 4, Fraction(3, 4), "3/4=3/4"),  # a fraction as a result is bare
-        (6, "/", Fraction(1, 4), 24, "6/(1/4)=24"),  # a fraction as an operand is parenthesised
-        (8, "-", -14, 22, "8-(-14)=22"),  # so is a negative operand
-        (5, "-", 9, -4, "5-9=-4"),  # a negative result is bare
-    ],
-)
-def test_format_step(left, op, right, value, text):
-    step = Step(Fraction(left), op, Fraction(right), Fraction(value))
-    assert sft.format_step(step) == text
-
-
-def test_format_attempt_layout():
-    derivation = Derivation(
-        (
-            Step(Fraction(44), "+", Fraction(19), Fraction(63)),
-            Step(Fraction(63), "+", Fraction(35), Fraction(98)),
-        ),
-        "(44+19)+35",
-        Fraction(98),
-    )
-    assert sft.format_attempt(derivation) == "<think>44+19=63, 63+35=98</think><answer>(44+19)+35</answer>"
-
-
-def test_wrong_derivation_never_hits_the_target():
-    rng = Random(3)
-    for _ in range(200):
-        assert sft.wrong_derivation((1, 2, 3), 6, rng).value != 6
 
 
 # --- batches and the loss mask ---------------------------------------------------------------------
 
+# Made by the code before the reshaping (commit 0f3f1c4, ``np.random.default_rng`` seeds in sft.py).
+PINNED_STEP_2 = [
+    ("N 96 11 6 T 27 :", "<think>6-96=-90, 11+(-90)=-79</think><answer>11+(6-96)</answer><think>6/96=1/16, "
+     "11-(1/16)=175/16</think><answer>11-(6/96)</answer><think>96/6=16, 11+16=27</think><answer>11+(96/6)</answer>"),
+    ("N 23 43 13 T 53 :", "<think>23+13=36, 36/43=36/43</think><answer>(23+13)/43</answer><think>43*13=559, "
+     "23+559=582</think><answer>23+(43*13)</answer><think>23+43=66, 66-13=53</think><answer>(23+43)-13</answer>"),
+    ("N 71 59 99 12 T 19 :", "<think>71-12=59, 59+59=118, 118-99=19</think><answer>(59+(71-12))-99</answer>"),
+]  # fmt: skip
+
+
+def test_step_examples_are_those_of_the_pinned_seeds():
+    config = sft.SFTConfig(batch_size=3, heldout_count=20, multi_attempt_share=0.5)
+    assert sft_data.step_examples(config, 2, sft_data.heldout_keys(config)) == PINNED_STEP_2
+    for step, draw in ((0, 0), (2, 0), (5, 3)):  # the seeds the module had before ``seeding``
+        old = int(np.random.default_rng([config.seed, step, 0, draw]).integers(2**62))
+        assert sft_data.step_tasks_seed(config, step, draw) == old
+
 
 def test_step_examples_skip_excluded_tasks_and_fill_the_batch():
     config = replace(TINY, batch_size=10)
-    first_draw = generate_tasks(10, sft.derived_seed(config.seed, 0, sft.STREAM_TASKS, 0))
+    first_draw = generate_tasks(10, sft_data.step_tasks_seed(config, 0, 0))
     excluded = frozenset(t.key for t in first_draw[:4])
-    examples = sft.step_examples(config, 0, excluded)
+    examples = sft_data.step_examples(config, 0, excluded)
     assert len(examples) == 10
-    unexcluded = sft.step_examples(config, 0, frozenset())
+    unexcluded = sft_data.step_examples(config, 0, frozenset())
     assert examples != unexcluded
     shown = {p for p, _ in examples}
     for task in first_draw[:4]:
-        assert sft.format_prompt(task.nums, task.target, "compact") not in shown
+        assert format_prompt(task.nums, task.target, "compact") not in shown
 
 
 def test_steps_get_different_tasks_and_the_same_step_the_same():
-    assert sft.step_examples(TINY, 3, frozenset()) == sft.step_examples(TINY, 3, frozenset())
-    assert sft.step_examples(TINY, 3, frozenset()) != sft.step_examples(TINY, 4, frozenset())
+    assert sft_data.step_examples(TINY, 3, frozenset()) == sft_data.step_examples(TINY, 3, frozenset())
+    assert sft_data.step_examples(TINY, 3, frozenset()) != sft_data.step_examples(TINY, 4, frozenset())
 
 
 def test_loss_mask_covers_exactly_the_completion_and_eos():
     tokenizer = build_tokenizer()
     prompt, completion = "N 44 19 35 T 98 :", "<think>44+19=63, 63+35=98</think><answer>(44+19)+35</answer>"
-    ids, mask = sft.encode_example(tokenizer, prompt, completion)
+    ids, mask = sft_data.encode_example(tokenizer, prompt, completion)
     assert ids[0] == tokenizer.bos_token_id and ids[-1] == tokenizer.eos_token_id
     masked = [i for i, m in zip(ids, mask, strict=True) if m]
     unmasked = [i for i, m in zip(ids, mask, strict=True) if not m]
@@ -183,10 +87,12 @@ def test_loss_mask_covers_exactly_the_completion_and_eos():
 def test_completion_loss_ignores_prompt_and_padding_positions():
     tokenizer = build_tokenizer()
     encoded = [
-        sft.encode_example(tokenizer, "N 1 2 3 T 6 :", "<think>1+2=3, 3+3=6</think><answer>(1+2)+3</answer>"),
-        sft.encode_example(tokenizer, "N 2 3 T 6 :", "<think>2*3=6</think><answer>2*3</answer>"),
+        sft_data.encode_example(
+            tokenizer, "N 1 2 3 T 6 :", "<think>1+2=3, 3+3=6</think><answer>(1+2)+3</answer>"
+        ),
+        sft_data.encode_example(tokenizer, "N 2 3 T 6 :", "<think>2*3=6</think><answer>2*3</answer>"),
     ]
-    batch = sft.collate(encoded, tokenizer.pad_token_id)
+    batch = sft_data.collate(encoded, tokenizer.pad_token_id)
     logits = torch.randn(
         *batch["input_ids"].shape, len(tokenizer), generator=torch.Generator().manual_seed(0)
     )
@@ -206,7 +112,7 @@ def test_completion_loss_ignores_prompt_and_padding_positions():
 
 def test_length_buckets_match_one_padded_batch():
     tokenizer = build_tokenizer()
-    examples = sft.step_examples(replace(TINY, batch_size=12), 0, frozenset())
+    examples = sft_data.step_examples(replace(TINY, batch_size=12), 0, frozenset())
     grads = []
     for buckets in (1, 4):
         model = build_model(tokenizer, TINY_MODEL, seed=0)
@@ -219,7 +125,7 @@ def test_length_buckets_match_one_padded_batch():
 
 def test_length_buckets_partition_by_length():
     lengths = [5, 1, 9, 3, 7, 2, 8]
-    buckets = sft.length_buckets(lengths, 3)
+    buckets = sft_data.length_buckets(lengths, 3)
     assert sorted(i for b in buckets for i in b) == list(range(7))
     flat = [lengths[i] for b in buckets for i in b]
     assert flat == sorted(lengths)
@@ -237,7 +143,7 @@ def test_learning_rate_warmup_constant_and_final_decay():
     assert lrs[80] == pytest.approx(1.0) and lrs[99] == pytest.approx(0.05)
 
 
-# --- the loop: determinism, resume, checkpoints ------------------------------------------------------
+# --- runs in the store: id, determinism, loading, resume, checkpoints ------------------------------------
 
 
 def _states_equal(a: torch.nn.Module, b: torch.nn.Module) -> bool:
@@ -245,56 +151,151 @@ def _states_equal(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
+def _weights(store) -> torch.nn.Module:
+    return sft.load_sft(store)[0]
+
+
+def _logged_steps(store) -> list[int]:
+    return [record["step"] for record in store.read_steps()]
+
+
+def test_runtime_fields_do_not_change_the_run_id(tmp_path):
+    base = sft.open_run(TINY, tmp_path)
+    runtime = replace(TINY, threads=2, checkpoint_every=3, log_every=5, data_workers=2)
+    assert set(sft.RUNTIME_FIELDS) == {"threads", "checkpoint_every", "log_every", "data_workers"}
+    assert sft.open_run(runtime, tmp_path).path == base.path
+    assert base.run_id.startswith("sft-")
+    assert sft.open_run(replace(TINY, seed=1), tmp_path).run_id != base.run_id
+    assert sft.open_run(replace(TINY, lr=1e-3), tmp_path).run_id != base.run_id
+    saved = json.loads((base.path / "config.json").read_text())
+    assert saved == sft.run_config(TINY) and not set(saved) & set(sft.RUNTIME_FIELDS)
+
+
 def test_training_is_deterministic_and_changes_the_weights(tmp_path):
     first = sft.train_sft(TINY, tmp_path / "a", progress=False)
     second = sft.train_sft(TINY, tmp_path / "b", progress=False)
     other_seed = sft.train_sft(replace(TINY, seed=1), tmp_path / "c", progress=False)
-    assert _states_equal(first.model, second.model)
-    assert not _states_equal(first.model, other_seed.model)
+    assert first.is_done and first.path.parent == tmp_path / "a"
+    assert _states_equal(_weights(first), _weights(second))
+    assert not _states_equal(_weights(first), _weights(other_seed))
     init = build_model(build_tokenizer(), TINY_MODEL, seed=TINY.seed)
-    assert not _states_equal(first.model, init)
-    assert torch.isfinite(torch.tensor(first.final_loss))
-    assert (tmp_path / "a" / "checkpoints" / "final" / "model.safetensors").exists()
+    assert not _states_equal(_weights(first), init)
+    facts = first.load_results()
+    assert facts["steps_done"] == TINY.steps and np.isfinite(facts["final_loss"])
+    assert facts["config"] == sft.config_to_dict(TINY)
+    assert (sft.final_model_dir(first) / "model.safetensors").exists()
+    assert sft.checkpoint_path(first).is_file() and (first.path / "checkpoints" / ".gitignore").exists()
+    assert first.provenance()["seed"] == TINY.seed and first.provenance()["torch_threads"] == TINY.threads
+    assert _logged_steps(first) == list(range(TINY.steps))
+
+
+def test_a_finished_run_is_loaded_not_retrained(tmp_path, monkeypatch):
+    first = sft.train_sft(TINY, tmp_path, progress=False)
+    results, provenance = first.load_results(), first.provenance()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr(sft, "train_step_gradients", no_training)
+    again = sft.train_sft(TINY, tmp_path, progress=False)
+    with_runtime = sft.train_sft(replace(TINY, threads=2, log_every=3), tmp_path, progress=False)
+    assert again.path == first.path == with_runtime.path
+    assert again.load_results() == results and again.provenance() == provenance
+    assert [p.name for p in tmp_path.iterdir()] == [first.run_id]
 
 
 def test_resume_matches_an_uninterrupted_run(tmp_path):
     whole = sft.train_sft(replace(TINY, data_workers=1), tmp_path / "whole", progress=False)
     part = sft.train_sft(TINY, tmp_path / "split", stop_after=3, progress=False)
-    assert part.steps_done == 3 and not (tmp_path / "split" / "summary.json").exists()
-    resumed = sft.train_sft(TINY, tmp_path / "split", resume=True, progress=False)
-    assert resumed.steps_done == TINY.steps
-    assert _states_equal(whole.model, resumed.model)
-    log_steps = [
-        int(line.split('"step": ')[1].split(",")[0]) for line in (tmp_path / "split" / "log.jsonl").open()
-    ]
-    assert log_steps == list(range(1, TINY.steps + 1))
+    assert not part.is_done and torch.load(sft.checkpoint_path(part), weights_only=False)["step"] == 3
+    assert _logged_steps(part) == [0, 1, 2]
+    resumed = sft.train_sft(TINY, tmp_path / "split", progress=False)
+    assert resumed.path == part.path and resumed.is_done
+    assert resumed.load_results()["steps_done"] == TINY.steps
+    assert _states_equal(_weights(whole), _weights(resumed))
+    assert _logged_steps(resumed) == list(range(TINY.steps))
 
 
-def test_resume_refuses_a_different_schedule(tmp_path):
-    sft.train_sft(TINY, tmp_path / "run", stop_after=5, progress=False)  # past the decay start (step 4)
+def test_a_run_killed_after_its_checkpoint_resumes_to_the_same_weights(tmp_path, monkeypatch):
+    whole = sft.train_sft(TINY, tmp_path / "whole", progress=False)
+    real, calls = sft.train_step_gradients, []
+
+    def dies_in_step_3(*args, **kwargs):  # steps 0-2 are logged, the checkpoint covers steps 0-1
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sft, "train_step_gradients", dies_in_step_3)
+    with pytest.raises(KeyboardInterrupt):
+        sft.train_sft(TINY, tmp_path / "killed", progress=False)
+    monkeypatch.setattr(sft, "train_step_gradients", real)
+    killed = sft.open_run(TINY, tmp_path / "killed")
+    assert not killed.is_done and _logged_steps(killed) == [0, 1, 2]
+    started = killed.provenance()["started"]
+    resumed = sft.train_sft(TINY, tmp_path / "killed", progress=False)
+    assert resumed.is_done and resumed.provenance()["started"] == started  # continued, not restarted
+    assert _logged_steps(resumed) == list(range(TINY.steps))  # step 2's line written once
+    assert _states_equal(_weights(whole), _weights(resumed))
+    assert resumed.load_results()["final_loss"] == whole.load_results()["final_loss"]
+
+
+def test_truncate_steps_keeps_the_steps_before_and_rewrites_atomically(tmp_path):
+    store = sft.open_run(TINY, tmp_path)
+    store.truncate_steps(3)  # no log yet: an empty one
+    assert store.read_steps() == []
+    for step in range(5):
+        store.log_step({"step": step, "loss": 1.0 / (step + 1)})
+    store.truncate_steps(2)
+    assert store.read_steps() == [{"loss": 1.0, "step": 0}, {"loss": 0.5, "step": 1}]
+    assert not [p.name for p in store.path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_resume_from_refuses_a_different_schedule(tmp_path):
+    short = sft.train_sft(TINY, tmp_path, stop_after=5, progress=False)  # past the decay start (step 4)
     with pytest.raises(ValueError, match="steps"):
-        sft.train_sft(replace(TINY, steps=12), tmp_path / "run", resume=True, progress=False)
+        sft.train_sft(replace(TINY, steps=12), tmp_path, resume_from=short.path, progress=False)
     with pytest.raises(ValueError, match="lr"):
-        sft.train_sft(replace(TINY, lr=1e-3), tmp_path / "run", resume=True, progress=False)
-    sft.train_sft(replace(TINY, log_every=3), tmp_path / "run", resume=True, progress=False)  # runtime only
+        sft.train_sft(replace(TINY, lr=1e-3), tmp_path, resume_from=short.path, progress=False)
+    done = sft.train_sft(replace(TINY, log_every=3), tmp_path, progress=False)  # runtime only: same run
+    assert done.path == short.path and done.is_done
 
 
 def test_a_checkpoint_before_the_decay_continues_into_a_longer_schedule(tmp_path):
     longer = replace(TINY, steps=12)
     assert TINY.decay_start == 4 and longer.decay_start == 9
     whole = sft.train_sft(longer, tmp_path / "whole", progress=False)
-    sft.train_sft(TINY, tmp_path / "grown", stop_after=3, progress=False)
-    grown = sft.train_sft(longer, tmp_path / "grown", resume=True, progress=False)
-    assert grown.steps_done == 12
-    assert _states_equal(whole.model, grown.model)
+    short = sft.train_sft(TINY, tmp_path / "grown", stop_after=3, progress=False)
+    grown = sft.train_sft(longer, tmp_path / "grown", resume_from=sft.checkpoint_path(short), progress=False)
+    assert grown.is_done and grown.path != short.path and grown.run_id == whole.run_id
+    assert grown.load_results()["steps_done"] == 12
+    assert _states_equal(_weights(whole), _weights(grown))
+    assert json.loads((grown.path / "resumed_from.json").read_text())["step"] == 3
+    assert _logged_steps(grown) == list(range(12))  # steps 0-2 adopted from the shorter run's log
+    assert [r["loss"] for r in grown.read_steps()] == [r["loss"] for r in whole.read_steps()]
+    # without ``resume_from`` the longer schedule is another run that trains from its start
+    fresh = sft.train_sft(longer, tmp_path / "fresh", progress=False)
+    assert not (fresh.path / "resumed_from.json").exists()
 
 
-def test_checkpoint_write_is_atomic(tmp_path):
+def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     path = tmp_path / "ck" / "last.pt"
     sft.save_checkpoint(path, {"step": 1})
     sft.save_checkpoint(path, {"step": 2})
     assert torch.load(path)["step"] == 2
-    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]
+    before = path.read_bytes()
+
+    def torn_save(obj, f, *args, **kwargs):  # a crash half way through the write
+        with open(f, "wb") as handle:
+            handle.write(before[: len(before) // 2])
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", torn_save)
+    with pytest.raises(OSError, match="disk full"):
+        sft.save_checkpoint(path, {"step": 3})
+    monkeypatch.undo()
+    assert path.read_bytes() == before and torch.load(path)["step"] == 2
+    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]  # no temporary file left
 
 
 def test_config_round_trips_through_json():
@@ -304,23 +305,36 @@ def test_config_round_trips_through_json():
         sft.config_from_dict({**sft.config_to_dict(config), "bogus": 1})
 
 
+# --- shipping -----------------------------------------------------------------------------------------
+
+
 def test_ship_writes_a_loadable_policy_and_its_facts(tmp_path):
     from countdown_study.policy import load_policy
 
-    run = sft.train_sft(TINY, tmp_path / "run", progress=False)
-    dest = sft.ship(tmp_path / "run", tmp_path / "shipped")
+    unfinished = sft.train_sft(replace(TINY, seed=3), tmp_path, stop_after=2, progress=False)
+    with pytest.raises(RunNotFinishedError):
+        sft.ship(unfinished, tmp_path / "nothing")
+    run = sft.train_sft(TINY, tmp_path, progress=False)
+    dest = sft.ship(run, tmp_path / "shipped")
     model, tokenizer = load_policy(dest)
-    assert _states_equal(model, run.model)
-    assert tokenizer.encode("<think>1+2", add_special_tokens=False) == run.tokenizer.encode(
+    trained, trained_tokenizer = sft.load_sft(run)
+    assert _states_equal(model, trained)
+    assert tokenizer.encode("<think>1+2", add_special_tokens=False) == trained_tokenizer.encode(
         "<think>1+2", add_special_tokens=False
     )
-    info = (dest / sft.SHIPPED_INFO_FILE).read_text()
-    assert '"steps_done": 6' in info and '"quality": null' in info
-    quality = sft.measure_quality(TINY, dest, tmp_path / "run")
+    text = (dest / sft.SHIPPED_INFO_FILE).read_text()
+    assert '"steps_done": 6' in text and '"quality": null' in text
+    info, shipped = (
+        json.loads(text),
+        json.loads((EMBEDDED_CHECKPOINT_DIR / sft.SHIPPED_INFO_FILE).read_text()),
+    )
+    assert list(info) == list(shipped) and list(info["config"]) == list(shipped["config"])  # same layout
+    assert info["config"] == sft.config_to_dict(TINY)
+    quality = sft.measure_quality(TINY, dest, run.path)
     assert quality["num_tasks"] == TINY.heldout_count and quality["n"] == sft.QUALITY_N
     assert set(quality["by_num_count"]) == {"3", "4"}
     assert quality["measured_with"]["tasks"] == "generated:20:0"
-    saved = json.loads((tmp_path / "run" / "eval_heldout.json").read_text())
+    saved = json.loads((run.path / "eval_heldout.json").read_text())
     assert saved["pass@1"] == quality["pass@1"] and saved["config"]["sampling"]["temperature"] == 1.0
     sft.record_quality(quality, dest)
     assert json.loads((dest / sft.SHIPPED_INFO_FILE).read_text())["quality"] == quality
@@ -337,14 +351,27 @@ def test_quality_shortfalls_name_what_misses_the_goal():
     ]
 
 
+# --- the command line ---------------------------------------------------------------------------------
+
+
 def test_command_line_options_reach_the_config():
     parser = argparse.ArgumentParser()
-    sft.configure_parser(parser)
+    sft_cli.configure_parser(parser)
     args = parser.parse_args(
         ["--steps", "7", "--seed", "3", "--threads", "1", "--multi-attempt-share", "0.2"]
     )
-    assert sft.config_from_args(args) == replace(
+    assert sft_cli.config_from_args(args) == replace(
         sft.SFTConfig(), steps=7, seed=3, threads=1, multi_attempt_share=0.2
     )
-    assert sft.config_from_args(parser.parse_args([])) == sft.SFTConfig()  # defaults make the shipped run
-    assert parser.parse_args(["--resume", "--ship"]).ship
+    assert sft_cli.config_from_args(parser.parse_args([])) == sft.SFTConfig()  # the shipped run
+    args = parser.parse_args(["--resume-from", "results/runs/sft-x", "--ship", "--root", "elsewhere"])
+    assert args.ship and str(args.resume_from) == "results/runs/sft-x" and str(args.root) == "elsewhere"
+    assert build_parser().parse_args(["sft", "--steps", "7"])._module is sft_cli
+
+
+def test_the_command_trains_in_the_store_and_prints_the_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sft_cli, "config_from_args", lambda args: TINY)
+    args = argparse.Namespace(root=tmp_path, resume_from=None, no_progress=True, ship=False)
+    assert sft_cli.cli_main(args) == 0
+    store = sft.open_run(TINY, tmp_path)
+    assert store.is_done and str(store.path) in capsys.readouterr().out

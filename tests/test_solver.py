@@ -14,15 +14,9 @@ from random import Random
 import numpy as np
 import pytest
 
-from countdown_study.countdown.solver import (
-    DV_COLUMNS,
-    all_solutions,
-    difficulty_vectors,
-    random_derivation,
-    solution_count,
-    solve,
-)
-from countdown_study.countdown.tasks import Task
+from countdown_study.countdown.features import DV_COLUMNS, difficulty_vectors
+from countdown_study.countdown.solver import all_solutions, random_derivation, solution_count, solve
+from countdown_study.countdown.task import Task
 
 # --- brute-force reference --------------------------------------------------------------------------------
 

@@ -118,7 +118,7 @@ def test_presets_and_methods_are_checked():
 def test_run_all_takes_free_runs_first_and_waits_for_held_ones(tmp_path):
     preset = study_preset("tiny")
     config = preset.train_config("uniform", 0)
-    held = RunStore.open(config, root=tmp_path, prefix="rloo", identity=policy_identity(config.policy))
+    held = RunStore.open(config, root=tmp_path, prefix="rloo", identity=policy_identity(config.data.policy))
     stores = {}
     with held.lock():  # as if another notebook's kernel were training the shared baseline
         worker = threading.Thread(

@@ -10,29 +10,28 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from countdown_study.countdown import generate as generate_module
 from countdown_study.countdown import solver
-from countdown_study.countdown import tasks as tasks_module
-from countdown_study.countdown.tasks import (
+from countdown_study.countdown.difficulty import (
     LEVELS,
     TIERS,
-    GeneratorConfig,
     LevelRule,
-    Task,
-    TaskRowError,
     TierRule,
-    dedupe,
+    level_labels,
+    num_count_labels,
+    solution_counts,
+    tier_labels,
+)
+from countdown_study.countdown.generate import (
+    GeneratorConfig,
     generate_ood_tasks,
     generate_tasks,
     integer_solvable,
-    level_labels,
-    load_tasks,
-    load_tasks_with_report,
-    num_count_labels,
-    solution_counts,
     solvable,
-    split_tasks,
-    tier_labels,
 )
+from countdown_study.countdown.load import TaskRowError, load_tasks, load_tasks_with_report
+from countdown_study.countdown.splits import dedupe, split_tasks
+from countdown_study.countdown.task import Task
 
 # ---------------------------------------------------------------------------------------------------
 # A plain reference for the integer rules: depth-first, returns the merges it used
@@ -101,7 +100,7 @@ def test_generated_tasks_solvable_with_non_negative_integer_steps(generated):
 
 @pytest.mark.parametrize("stack_rows", [0, 1 << 16])  # children walked in turn / stacked into one batch
 def test_integer_solvable_matches_plain_search(monkeypatch, stack_rows):
-    monkeypatch.setattr(tasks_module, "_STACK_ROWS", stack_rows)
+    monkeypatch.setattr(generate_module, "_STACK_ROWS", stack_rows)
     rng = np.random.default_rng(3)
     tasks = [
         Task(tuple(rng.integers(1, 30, size=count).tolist()), int(rng.integers(0, 120)))

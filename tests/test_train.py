@@ -14,14 +14,15 @@ import torch
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.rollout import Rollouts, SamplingConfig, sequence_logprobs
+from countdown_study.training.common import study_tasks
 from countdown_study.training.loop import (
     TrainConfig,
     length_grouped,
     policy_update,
     preset,
-    study_tasks,
     train,
 )
+from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec
 
 SMALL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 
@@ -35,12 +36,16 @@ def tiny_policy(tmp_path_factory):
     return str(folder)
 
 
+def tiny_data(policy: str, **changes) -> DataSpec:
+    return replace(
+        DataSpec(policy, train_tasks="generated:200:1", eval_tasks="generated:20:0", eval_limit=4), **changes
+    )
+
+
 def tiny_config(policy: str, **changes) -> TrainConfig:
     base = TrainConfig(
-        policy=policy,
-        train_tasks="generated:200:1",
-        eval_tasks="generated:20:0",
-        eval_limit=4,
+        data=tiny_data(policy),
+        eval=EvalSpec(n=2, sampling=SamplingConfig(max_new_tokens=10)),
         steps=4,
         prompts_per_step=4,
         group_size=4,
@@ -48,8 +53,6 @@ def tiny_config(policy: str, **changes) -> TrainConfig:
         lr=1e-2,
         loss=RLOOConfig(kl_coef=0.01, entropy_coef=0.01),
         sampling=SamplingConfig(max_new_tokens=10),
-        eval_n=2,
-        eval_sampling=SamplingConfig(max_new_tokens=10),
         threads=1,
         checkpoint_every=1,
     )
@@ -58,8 +61,8 @@ def tiny_config(policy: str, **changes) -> TrainConfig:
 
 def test_study_tasks_keep_evaluation_out_of_the_pool(tiny_policy):
     with pytest.raises(ValueError, match="empty after removing evaluation tasks"):
-        study_tasks(tiny_config(tiny_policy, train_tasks="generated:20:0", eval_tasks="generated:20:0"))
-    pool, eval_tasks = study_tasks(tiny_config(tiny_policy))
+        study_tasks(tiny_data(tiny_policy, train_tasks="generated:20:0", eval_tasks="generated:20:0"))
+    pool, eval_tasks = study_tasks(tiny_data(tiny_policy))
     assert len(eval_tasks) == 4 and not {t.key for t in pool} & {t.key for t in eval_tasks}
 
 
@@ -110,21 +113,24 @@ def test_bad_config_names_the_problem(tiny_policy, tmp_path):
 KILL_SCRIPT = """
 import sys, json
 from countdown_study.training.loop import train, TrainConfig
+from countdown_study.training.specs import DataSpec, EvalSpec
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.rollout import SamplingConfig
-config = TrainConfig(**json.loads(sys.argv[1]) | {
-    "loss": RLOOConfig(kl_coef=0.01, entropy_coef=0.01),
-    "sampling": SamplingConfig(max_new_tokens=10), "eval_sampling": SamplingConfig(max_new_tokens=10)})
+plain = json.loads(sys.argv[1])
+config = TrainConfig(**plain | {
+    "data": DataSpec(plain["data"], train_tasks="generated:200:1", eval_tasks="generated:20:0", eval_limit=4),
+    "eval": EvalSpec(n=2, sampling=SamplingConfig(max_new_tokens=10)),
+    "loss": RLOOConfig(kl_coef=0.01, entropy_coef=0.01), "sampling": SamplingConfig(max_new_tokens=10)})
 train(config, root=sys.argv[2], progress=False)
 """
 
 
 def test_killed_run_resumes_to_the_same_metrics(tiny_policy, tmp_path):
     plain = dict(
-        policy=tiny_policy, train_tasks="generated:200:1", eval_tasks="generated:20:0", eval_limit=4, steps=8,
-        prompts_per_step=4, group_size=4, micro_batch=6, lr=1e-2, eval_n=2, threads=1, checkpoint_every=2,
-    )  # fmt: skip
-    config = tiny_config(**plain)
+        steps=8, prompts_per_step=4, group_size=4, micro_batch=6, lr=1e-2, threads=1, checkpoint_every=2
+    )
+    config = tiny_config(tiny_policy, **plain)
+    plain["data"] = tiny_policy
     reference = train(config, root=tmp_path / "uninterrupted", progress=False)
 
     crash_root = tmp_path / "crashed"
@@ -181,3 +187,43 @@ def test_grouped_micro_batches_give_the_one_batch_update():
     )
     assert torch.allclose(whole, grouped, atol=1e-6)
     assert grouped_stats["grad_norm"] == pytest.approx(whole_stats["grad_norm"], rel=1e-5)
+
+
+class ScaledLogprob:
+    """A test objective: ``coef`` times the mean sequence log-prob of the batch (logs its value)."""
+
+    name = "scaled"
+    needs_reference = False
+
+    def __init__(self, coef: float):
+        self.coef = coef
+
+    def loss(self, model, ref_model, rollouts, grades, batch):
+        out = sequence_logprobs(model, rollouts.sample_prompt_ids, rollouts.completion_ids)
+        value = (out.logprobs * out.mask).sum() / out.mask.sum()
+        return self.coef * value, {"logprob": float(value.detach()), "correct": float(grades.correct.mean())}
+
+
+def test_auxiliary_objective_settings_change_the_run_id_and_train(tiny_policy, tmp_path):
+    from countdown_study.policy import policy_identity
+    from countdown_study.runs.store import run_id
+    from countdown_study.training.aux import AUX_LOSSES, register_aux_loss
+
+    register_aux_loss("scaled")(ScaledLogprob)
+    try:
+        ids = {
+            run_id(tiny_config(tiny_policy, aux_losses=aux), identity=policy_identity(tiny_policy))
+            for aux in ((), (AuxLossSpec("scaled", coef=0.1),), (AuxLossSpec("scaled", coef=0.2),))
+        }
+        assert len(ids) == 3
+        store = train(
+            tiny_config(tiny_policy, steps=1, aux_losses=(AuxLossSpec("scaled", coef=0.1),)),
+            root=tmp_path, progress=False,
+        )  # fmt: skip
+        (record,) = store.read_steps()
+        assert "scaled_loss" in record and record["scaled_logprob"] < 0
+        assert record["scaled_loss"] == pytest.approx(0.1 * record["scaled_logprob"], rel=1e-3, abs=1e-3)
+    finally:
+        AUX_LOSSES.pop("scaled")
+    with pytest.raises(ValueError, match=r"unknown auxiliary objective\(s\) \['vcc'\]"):
+        train(tiny_config(tiny_policy, aux_losses=(AuxLossSpec("vcc"),)), root=tmp_path, progress=False)

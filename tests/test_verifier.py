@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import random
 import re
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -273,18 +274,37 @@ def test_literal_digit_bound():
     )
 
 
+HUGE_INPUT_SECONDS = 1.0
+"""Bound on grading one huge input; the verifier takes milliseconds, so this holds on a loaded machine."""
+
+
+# (response, reward, reason) for numbers [1, 2] and target 3
 @pytest.mark.parametrize(
-    "response",
+    ("response", "reward", "reason"),
     [
-        "x" * 10_000_000,  # 10 MB of text
-        "<answer>1+2</answer>" * 200_000,  # many spans
-        "<answer>" * 500_000 + "</answer>",  # many unclosed tags
-        "<answer>1</answer>" + "</answer>" * 500_000,  # many stray closing tags
-        "Assistant:" * 500_000,  # many markers
+        # 10 MB of text without a tag: no span
+        pytest.param("x" * 10_000_000, 0.0, R.NO_ANSWER, id="10MB-text"),
+        # 200k spans: the last one, "1+2", is correct
+        pytest.param("<answer>1+2</answer>" * 200_000, 1.0, R.OK, id="many-spans"),
+        # 500k opening tags, one closing tag: one span from the first opening tag, its inner text
+        # holds 499,999 opening tags (4 MB), beyond MAX_ANSWER_CHARS
+        pytest.param("<answer>" * 500_000 + "</answer>", 0.1, R.TOO_LONG, id="many-unclosed-tags"),
+        # stray closing tags after one span: the span is "1", which misses the number 2
+        pytest.param(
+            "<answer>1</answer>" + "</answer>" * 500_000, 0.1, R.WRONG_NUMBERS, id="many-stray-closes"
+        ),
+        # 500k assistant markers: only the (empty) text after the last one is graded
+        pytest.param("Assistant:" * 500_000, 0.0, R.NO_ANSWER, id="many-markers"),
     ],
 )
-def test_huge_inputs_are_graded(response):
-    assert compute_score(response, {"target": 3, "numbers": [1, 2]}) in (0.0, 0.1, 1.0)
+def test_huge_inputs_are_graded(response, reward, reason):
+    start = time.perf_counter()
+    score = compute_score(response, {"target": 3, "numbers": [1, 2]})
+    seconds = time.perf_counter() - start
+    assert score == reward
+    assert seconds < HUGE_INPUT_SECONDS, f"graded in {seconds:.2f} s"
+    verdict = verify(response, [1, 2], 3)
+    assert (verdict.reward, verdict.reason) == (reward, reason)
 
 
 def test_solver_solutions_verify():

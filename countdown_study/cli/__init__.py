@@ -11,7 +11,7 @@ import importlib
 import sys
 
 COMMANDS = {
-    "sft": ("countdown_study.training.sft", "train the embedded policy on solver-made traces"),
+    "sft": ("countdown_study.cli.sft", "train the embedded policy on solver-made traces"),
     "train": ("countdown_study.cli.train", "RLOO training from a policy with a sampler"),
     "eval": (
         "countdown_study.cli.eval",

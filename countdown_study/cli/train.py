@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 from countdown_study.training.loop import PRESETS, preset, train
 
@@ -27,18 +28,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Train (or load) the run and print its evaluation summary as JSON."""
-    fields = (
-        "policy",
-        "sampler",
-        "steps",
-        "prompts_per_step",
-        "group_size",
-        "lr",
-        "eval_limit",
-        "seed",
-        "threads",
-    )
+    fields = ("sampler", "steps", "prompts_per_step", "group_size", "lr", "seed", "threads")
     changes = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
-    store = train(preset(args.preset, **changes), root=args.root)
+    base = preset(args.preset)
+    data = {f: getattr(args, f) for f in ("policy", "eval_limit") if getattr(args, f) is not None}
+    config = replace(base, data=replace(base.data, **data), **changes)
+    store = train(config, root=args.root)
     print(json.dumps({"run": str(store.path), **store.load_results()["eval"]}, indent=1, default=str))
     return 0

@@ -14,7 +14,6 @@ import numpy as np
 from countdown_study.countdown.features import difficulty_vectors
 from countdown_study.countdown.task import Task
 
-
 TIERS = ("T0", "T1", "T2", "T3", "OOD")
 """Report 004's tiers, made a partition by ``tier_labels``."""
 LEVELS = ("easy", "medium", "hard")

@@ -14,9 +14,8 @@ from itertools import combinations
 
 import numpy as np
 
-from countdown_study.countdown import solver
+from countdown_study.countdown.solver import solve
 from countdown_study.countdown.task import Task
-
 
 # ---------------------------------------------------------------------------------------------------
 # Integer reachability (the Stream-of-Search rules), vectorised over tasks
@@ -131,7 +130,7 @@ def solvable(tasks: Sequence[Task]) -> np.ndarray:
 
     result = integer_solvable(tasks)
     for index in np.flatnonzero(~result):
-        result[index] = solver.solve(tasks[index].nums, tasks[index].target) is not None
+        result[index] = solve(tasks[index].nums, tasks[index].target) is not None
     return result
 
 

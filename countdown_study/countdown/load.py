@@ -20,7 +20,6 @@ import numpy as np
 from countdown_study.countdown.generate import generate_ood_tasks, generate_tasks, solvable
 from countdown_study.countdown.task import Task
 
-
 FIELDS = ("target", "nums")
 """The columns every source provides (the public data's names)."""
 FILE_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv")

@@ -133,6 +133,11 @@ class AnswerScan:
         return self.spans[-1] if self.spans else None
 
     @property
+    def verdict(self) -> Verdict:
+        """The response's grade, exactly what ``verify`` returns: the last span's verdict, else no answer."""
+        return self.spans[-1].verdict if self.spans else _NO_ANSWER
+
+    @property
     def first_correct(self) -> AnswerSpan | None:
         """The first span that verifies, or ``None``."""
         return next((s for s in self.spans if s.verdict.correct), None)

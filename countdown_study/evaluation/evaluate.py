@@ -23,7 +23,7 @@ from countdown_study.countdown.task import Task
 from countdown_study.evaluation.passk import problem_table, summarize
 from countdown_study.evaluation.samples import grade_samples
 from countdown_study.policy import prompt_template
-from countdown_study.rollout import SamplingConfig, sample
+from countdown_study.rollout import Engine, SamplingConfig, sample
 from countdown_study.seeding import derive_seed
 
 EVAL_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.95, top_k=20, stop_at_answer=False)
@@ -67,13 +67,17 @@ def evaluate(
     template: str | None = None,
     batch_size: int = 32,
     tiers: Sequence[str] | None = None,
+    engine: Engine | None = None,
 ) -> EvalResult:
-    """Sample ``n`` completions per task with ``rollout.sample`` and grade them with the verifier.
+    """Sample ``n`` completions per task and grade them with the verifier.
+
+    Sampling goes through ``engine`` (a run's rollout engine, built once per run) when given, else
+    through ``rollout.sample``.
 
     ``sampling`` defaults to ``EVAL_SAMPLING``; ``template`` to the policy's own
     (``policy.prompt_template``). Prompts go in batches of ``batch_size`` tasks, batch b seeded with
     ``derive_seed(seed, b)``: the same arguments give the same result. ``tiers`` defaults to
-    ``tasks.tier_labels``.
+    ``countdown.tier_labels``.
     """
     if len(tasks) == 0:
         raise ValueError("no tasks to evaluate: the task set is empty")
@@ -87,9 +91,11 @@ def evaluate(
     lengths: list[int] = []
     reasons: list[str] = []
     for b, start in enumerate(range(0, len(prompts), batch_size)):
-        rollouts = sample(
-            model, tokenizer, prompts[start : start + batch_size], n, config, derive_seed(seed, b)
-        )
+        batch = prompts[start : start + batch_size]
+        if engine is not None:
+            rollouts = engine.sample(batch, n, derive_seed(seed, b), config)
+        else:
+            rollouts = sample(model, tokenizer, batch, n, config, derive_seed(seed, b))
         texts.extend(rollouts.texts)
         lengths.extend(len(ids) for ids in rollouts.completion_ids)
         reasons.extend(rollouts.finish_reasons or [""] * len(rollouts.texts))

@@ -32,22 +32,23 @@ class PreferencePair:
 
 
 def preference_pairs(
-    rewards: np.ndarray, rng: np.random.Generator, max_pairs_per_prompt: int = 2, correct: float = 1.0
+    correct: np.ndarray, rng: np.random.Generator, max_pairs_per_prompt: int = 2
 ) -> list[PreferencePair]:
-    """Pairs (verifying, non-verifying) from a ``(P, G)`` reward array; prompts with no mix give none.
+    """Pairs (verifying, non-verifying) from a ``(P, G)`` correctness array; prompts with no mix give none.
 
     Each prompt contributes at most ``max_pairs_per_prompt`` pairs, chosen uniformly from its
     (correct, incorrect) combinations without repeating a combination.
     """
-    if rewards.ndim != 2:
-        raise ValueError(f"rewards must be (P, G), got shape {rewards.shape}")
+    correct = np.asarray(correct)
+    if correct.ndim != 2 or correct.dtype != bool:
+        raise ValueError(f"correct must be a (P, G) bool array, got {correct.dtype} of shape {correct.shape}")
     if max_pairs_per_prompt < 1:
         raise ValueError(f"max_pairs_per_prompt must be at least 1, got {max_pairs_per_prompt}")
-    num_prompts, group = rewards.shape
+    num_prompts, group = correct.shape
     pairs = []
     for p in range(num_prompts):
-        good = np.flatnonzero(rewards[p] >= correct)
-        bad = np.flatnonzero(rewards[p] < correct)
+        good = np.flatnonzero(correct[p])
+        bad = np.flatnonzero(~correct[p])
         if len(good) == 0 or len(bad) == 0:
             continue
         combos = [(g, b) for g in good for b in bad]

@@ -2,11 +2,16 @@
 
 Everything a notebook leaves in ``results/`` goes through ``save_table`` / ``save_figure``, so every
 file has a ``<name>.meta.json`` beside it saying where it came from: notebook, preset, run ids, git
-SHA with a dirty flag, package versions and time.
+SHA with a dirty flag, package versions and time. In a Jupyter kernel (a notebook, also under
+papermill) ``save_figure`` also shows the figure in the notebook, as a PNG at ``DISPLAY_DPI``.
+
+Imports no torch (nor IPython: the notebook display is looked up only inside a running kernel).
 """
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +21,12 @@ import pandas as pd
 from countdown_study.paths import figures_dir, tables_dir
 from countdown_study.runs.files import atomic_path, atomic_write_json, plain
 from countdown_study.runs.provenance import git_state, now, package_versions
+
+FILE_DPI = 150
+"""Resolution of the PNG written to ``results/figures``."""
+
+DISPLAY_DPI = 80
+"""Resolution of the PNG shown in a notebook (keeps an executed notebook well under a megabyte)."""
 
 
 def provenance_record(**extra: Any) -> dict[str, Any]:
@@ -36,12 +47,45 @@ def save_table(table: pd.DataFrame, name: str, meta: Mapping[str, Any] | None = 
     return csv
 
 
-def save_figure(fig, name: str, meta: Mapping[str, Any] | None = None, folder: Path | None = None) -> Path:
-    """Write ``<name>.png`` and ``<name>.pdf`` (and ``<name>.meta.json``) under ``results/figures``."""
+def save_figure(
+    fig,
+    name: str,
+    meta: Mapping[str, Any] | None = None,
+    folder: Path | None = None,
+    show: bool | None = None,
+) -> Path:
+    """Write ``<name>.png`` and ``<name>.pdf`` (and ``<name>.meta.json``) under ``results/figures``.
+
+    ``show`` displays the figure in the notebook (a PNG at ``DISPLAY_DPI``); by default it does so
+    exactly when running inside a Jupyter kernel, so scripts and tests stay headless. A shown figure is
+    also closed in pyplot, if pyplot tracks it, so the kernel does not show it a second time.
+    Returns the PNG's path.
+    """
     folder = folder or figures_dir()
     png = folder / f"{name}.png"
     for suffix in (".png", ".pdf"):
         with atomic_path(folder / f"{name}{suffix}") as tmp:
-            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight")
+            fig.savefig(tmp, format=suffix[1:], dpi=FILE_DPI, bbox_inches="tight")
     atomic_write_json(folder / f"{name}.meta.json", provenance_record(**(meta or {})))
+    if in_notebook() if show is None else show:
+        show_figure(fig)
     return png
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (a notebook, interactive or under papermill)."""
+    ipython = sys.modules.get("IPython")  # never imported here: a kernel has already loaded it
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None
+
+
+def show_figure(fig, dpi: int = DISPLAY_DPI) -> None:
+    """Display ``fig`` in the running notebook as one PNG output, then close it in pyplot if tracked."""
+    from IPython.display import Image, display
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    display(Image(data=buffer.getvalue(), format="png"))
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close(fig)

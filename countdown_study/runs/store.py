@@ -228,6 +228,17 @@ class RunStore:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def truncate_steps(self, steps_done: int) -> None:
+        """Keep only the step-log lines with ``step < steps_done``; ``steps.jsonl`` is rewritten atomically.
+
+        A run resuming from a checkpoint that covers ``steps_done`` steps calls it first: lines an
+        interrupted attempt logged past its last checkpoint are dropped, as the resumed attempt logs
+        those steps again. ``step`` is the 0-based index of the step a line describes.
+        """
+        kept = [r for r in self.read_steps() if r["step"] < steps_done]
+        with atomic_path(self.path / "steps.jsonl") as tmp:
+            tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+
     def write_table(self, name: str, table: pd.DataFrame) -> Path:
         """Save a table as ``tables/<name>.parquet`` atomically; returns its path."""
         target = self.path / "tables" / f"{name}.parquet"

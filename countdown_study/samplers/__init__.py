@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from countdown_study.countdown.tasks import Task
+from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import (
     Batch,
     Sampler,

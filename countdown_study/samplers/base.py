@@ -8,8 +8,8 @@ The interface every method of the study plugs into (the training loop never chan
 2. ``sampler.probe_requests(step) -> list[int]``: pool indices the sampler wants extra rollouts on
    before the update (report 002's probes); the loop samples G rollouts each, grades them, and hands
    them back through ``observe_probe``. Probes never enter the gradient.
-3. ``sampler.observe(step, batch, rewards, advantages)``: after every step, the group rewards and
-   RLOO advantages, both ``(P, G)`` arrays (reports 000, 001, 002, 004 adapt from them).
+3. ``sampler.observe(step, batch, grades, advantages)``: after every step, the groups' ``Grades``
+   (``countdown.grading``: rewards, correctness, reasons, ``(P, G)`` each) and RLOO advantages ``(P, G)`` (reports 000, 001, 002, 004 adapt from them).
 4. ``sampler.stats() -> dict``: numbers for the step log (occupancy, current level, ...).
 5. ``sampler.state_dict()`` / ``load_state_dict(state)``: everything needed to resume, JSON-able.
 
@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from countdown_study.countdown.tasks import Task
+from countdown_study.countdown.grading import Grades
+from countdown_study.countdown.task import Task
 from countdown_study.seeding import SamplerStream, derive_rng
 
 
@@ -79,11 +80,11 @@ class Sampler:
         """Pool indices to probe before this step's update (none by default)."""
         return []
 
-    def observe_probe(self, step: int, indices: Sequence[int], rewards: np.ndarray) -> None:
-        """Rewards ``(len(indices), G)`` of the probes asked for at ``step``."""
+    def observe_probe(self, step: int, indices: Sequence[int], grades: Grades) -> None:
+        """Grades ``(len(indices), G)`` of the probes asked for at ``step``."""
 
-    def observe(self, step: int, batch: Batch, rewards: np.ndarray, advantages: np.ndarray) -> None:
-        """Rewards and advantages ``(P, G)`` of the step's groups."""
+    def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
+        """Grades and advantages ``(P, G)`` of the step's groups."""
 
     def stats(self) -> dict:
         """Numbers for the step log."""

@@ -18,8 +18,8 @@ Where the report is silent, our choices (each a field of ``FixedBucketConfig``):
 - Weighting after the unlock: ``p_b ~ (1 - s_b) + floor`` with floor 0.1 (``weight_floor``), so a
   mastered bucket keeps some weight and a bucket at s = 0 gets at most 1.1 / 0.1 = 11 times the weight
   of a mastered one. Before the unlock the easy bucket has probability 1.
-- A sample is correct when its reward is at least 1.0 (``correct_reward``): the format score 0.1 never
-  counts as a success.
+- A sample is correct when the verifier accepts its final answer (``Grades.correct``): the format
+  score never counts as a success.
 - Drawing: each batch slot draws its bucket from ``p_b``, then a task uniformly (with replacement) from
   the bucket, both from ``derive_rng(seed, step, SamplerStream.STEP)``. An empty bucket has weight 0; a pool with only
   4-number tasks trains on them from the start.
@@ -32,7 +32,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from countdown_study.countdown.tasks import Task, num_count_labels
+from countdown_study.countdown.difficulty import num_count_labels
+from countdown_study.countdown.grading import Grades
+from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
 
@@ -51,8 +53,6 @@ class FixedBucketConfig:
     """tau_unlock: the hard bucket unlocks once ``s_easy >= tau_unlock`` (report 000, Section 4.3)."""
     min_correct: int = 1
     """Correct samples (of G) a prompt needs to count as solved: 1 in v1, 2 in v2."""
-    correct_reward: float = 1.0
-    """A sample is correct when its reward is at least this (the format score 0.1 is not a success)."""
     initial_ema: float = 0.0
     """Starting value of both bucket EMAs (ours: the report does not give one)."""
     weight_floor: float = 0.1
@@ -81,13 +81,12 @@ def ema_update(s: float | np.ndarray, s_hat: float | np.ndarray, alpha: float) -
     return alpha * s + (1.0 - alpha) * s_hat
 
 
-def prompts_solved(rewards: np.ndarray, min_correct: int, correct_reward: float = 1.0) -> np.ndarray:
+def prompts_solved(correct: np.ndarray, min_correct: int) -> np.ndarray:
     """Whether each prompt has at least ``min_correct`` correct samples.  # (P, G) -> (P,) bool
 
     v1 (``min_correct=1``): ``max_k r_ik = 1``; v2 (``min_correct=2``): ``sum_k 1[r_ik = 1] >= 2``.
     """
-    correct = np.asarray(rewards) >= correct_reward  # (P, G)
-    return correct.sum(axis=1) >= min_correct
+    return np.asarray(correct, dtype=bool).sum(axis=1) >= min_correct
 
 
 def bucket_success(solved: np.ndarray, labels: np.ndarray, bucket: str) -> float | None:
@@ -156,8 +155,8 @@ class FixedBucketSampler(Sampler):
         batch = super().next_batch(step, batch_size)
         return Batch(batch.tasks, batch.indices, tuple(str(self.labels[i]) for i in batch.indices))
 
-    def observe(self, step: int, batch: Batch, rewards: np.ndarray, advantages: np.ndarray) -> None:
-        solved = prompts_solved(rewards, self.config.min_correct, self.config.correct_reward)  # (P,)
+    def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
+        solved = prompts_solved(grades.correct, self.config.min_correct)  # (P,)
         labels = np.array([str(t.num_count) for t in batch.tasks])  # (P,)
         for b in BUCKETS:
             s_hat = bucket_success(solved, labels, b)

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from countdown_study.countdown.tasks import Task
+from countdown_study.countdown.grading import Grades
+from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.fixed_buckets import ema_update
 from countdown_study.seeding import SamplerStream, derive_rng
@@ -154,8 +155,8 @@ class RewardAdaptiveSampler(Sampler):
         categories = self.categories()
         return Batch(batch.tasks, batch.indices, tuple(CATEGORIES[categories[i]] for i in batch.indices))
 
-    def observe(self, step: int, batch: Batch, rewards: np.ndarray, advantages: np.ndarray) -> None:
-        group_means = np.asarray(rewards, dtype=np.float64).mean(axis=1)  # (P,)
+    def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
+        group_means = grades.rewards.mean(axis=1)  # (P,)
         for index, mean in zip(batch.indices, group_means, strict=True):  # duplicates update in order
             if index >= 0:
                 self.ema[index] = prompt_ema_update(self.ema[index], mean, self.config.alpha)

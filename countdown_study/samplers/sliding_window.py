@@ -11,7 +11,8 @@ its labelling rule; ours is from solver structure, see there).
 
 Where the report is silent, our choices (fields of ``SlidingWindowConfig``):
 
-- A window entry is one step's pass rate: the share of its P x G samples with reward >= 1.0. Report
+- A window entry is one step's pass rate: the share of its P x G samples that verify
+  (``Grades.correct``). Report
   001 trains on binary rewards, where this is the step's mean reward and its "recent pass rate"; the
   pass rate keeps the thresholds meaningful when the format score 0.1 is on. One entry per step
   (not per sample or per prompt) makes W = 10 cover ten steps, not a fraction of one step's samples.
@@ -32,7 +33,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from countdown_study.countdown.tasks import LEVELS, Task, level_labels
+from countdown_study.countdown.difficulty import LEVELS, level_labels
+from countdown_study.countdown.grading import Grades
+from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
 
@@ -51,8 +54,6 @@ class SlidingWindowConfig:
     """The level of the first steps (ours)."""
     clear_on_move: bool = False
     """Whether a level change empties the window (ours: no, as Algorithm 1)."""
-    correct_reward: float = 1.0
-    """A sample counts towards the pass rate when its reward is at least this."""
 
     def __post_init__(self) -> None:
         if self.window < 1:
@@ -71,9 +72,9 @@ SLIDING_WINDOW = SlidingWindowConfig()  # report 001, Figure 4 and abstract, "Ad
 # ---------------------------------------------------------------------------------------------------
 
 
-def step_pass_rate(rewards: np.ndarray, correct_reward: float = 1.0) -> float:
+def step_pass_rate(correct: np.ndarray) -> float:
     """One window entry: the share of a step's samples that are correct.  # (P, G) -> ()"""
-    return float((np.asarray(rewards) >= correct_reward).mean())
+    return float(np.asarray(correct, dtype=bool).mean())
 
 
 def controller_move(window_mean: float, low: float, high: float) -> int:
@@ -125,8 +126,8 @@ class SlidingWindowSampler(Sampler):
         batch = super().next_batch(step, batch_size)
         return Batch(batch.tasks, batch.indices, tuple(str(self.labels[i]) for i in batch.indices))
 
-    def observe(self, step: int, batch: Batch, rewards: np.ndarray, advantages: np.ndarray) -> None:
-        self.window = [*self.window, step_pass_rate(rewards, self.config.correct_reward)]
+    def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
+        self.window = [*self.window, step_pass_rate(grades.correct)]
         self.window = self.window[-self.config.window :]
         if len(self.window) < self.config.window:
             return

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from countdown_study.countdown.tasks import LEVELS, Task, level_labels
+from countdown_study.countdown.difficulty import LEVELS, level_labels
+from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.sliding_window import level_members
 from countdown_study.seeding import SamplerStream, derive_rng

@@ -13,20 +13,23 @@ from which ``summary_table``, ``difficulty_table`` and ``paired_table`` derive t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.evaluation.evaluate import EVAL_SAMPLING
 from countdown_study.evaluation.passk import pass_at_k, problem_table, summarize
-from countdown_study.policy import load_policy, policy_identity, prompt_template
+from countdown_study.policy import policy_identity
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runs.store import RunBusyError, RunStore
-from countdown_study.study.stats import aggregate_seeds, paired_bootstrap
+from countdown_study.study.stats import aggregate_seeds, paired_bootstrap, wilson_interval
+from countdown_study.training.common import evaluate_run, load_run_policy, study_tasks
 from countdown_study.training.ipo import IPOConfig, train_ipo
-from countdown_study.training.loop import TrainConfig, evaluate_run, study_tasks, train
+from countdown_study.training.loop import TrainConfig, train
+from countdown_study.training.specs import DataSpec, EvalSpec
 
 # ---------------------------------------------------------------------------------------------------
 # Presets
@@ -53,12 +56,9 @@ class StudyPreset:
     """Samples per evaluation task."""
     max_new_tokens: int = 96
     """Generation budget in training and evaluation."""
-    train_tasks: str = "generated:20000:1"
-    """Training pool source."""
-    eval_tasks: str = "generated:1000:0"
-    """Held-out evaluation source (never seen by the embedded policy's SFT stage)."""
-    policy: str = "embedded"
-    """Starting policy of every method."""
+    data: DataSpec = field(default_factory=DataSpec)
+    """Starting policy (tokenizer, template) of every method, training pool, held-out evaluation source;
+    its ``eval_limit`` is replaced by this preset's."""
     ipo_prompts: int = 512
     """Prompts sampled for IPO pairs."""
     survey_tasks: int = 20_000
@@ -67,21 +67,27 @@ class StudyPreset:
     """torch threads of every run (part of its config): 2 for one study at a time on 2 cores, 1 for
     studies run side by side (``countdown-study run --jobs 2``)."""
 
+    @property
+    def run_data(self) -> DataSpec:
+        """The data of every run at this preset (``data`` with the preset's evaluation size)."""
+        return replace(self.data, eval_limit=self.eval_limit)
+
+    @property
+    def run_eval(self) -> EvalSpec:
+        """The evaluation of every run at this preset (the reports' sampling, the preset's budget)."""
+        return EvalSpec(self.eval_n, replace(EVAL_SAMPLING, max_new_tokens=self.max_new_tokens))
+
     def train_config(self, sampler: str = "uniform", seed: int = 0, **changes: Any) -> TrainConfig:
         """The RLOO run of ``sampler`` at this preset (CPU preset otherwise)."""
         sampling = SamplingConfig(max_new_tokens=self.max_new_tokens, dtype="bfloat16")
         base = TrainConfig(
-            policy=self.policy,
-            train_tasks=self.train_tasks,
-            eval_tasks=self.eval_tasks,
-            eval_limit=self.eval_limit,
+            data=self.run_data,
+            eval=self.run_eval,
             sampler=sampler,
             steps=self.steps,
             prompts_per_step=self.prompts_per_step,
             group_size=self.group_size,
             sampling=sampling,
-            eval_n=self.eval_n,
-            eval_sampling=replace(evaluation.EVAL_SAMPLING, max_new_tokens=self.max_new_tokens),
             checkpoint_every=max(1, min(10, self.steps)),
             seed=seed,
             threads=self.threads,
@@ -90,27 +96,21 @@ class StudyPreset:
 
     def ipo_config(self, seed: int = 0) -> IPOConfig:
         """The IPO reference run at this preset."""
-        t = self.train_config(seed=seed)
         return IPOConfig(
-            policy=self.policy, train_tasks=self.train_tasks, eval_tasks=self.eval_tasks,
-            eval_limit=self.eval_limit, prompts=self.ipo_prompts, group_size=self.group_size,
-            sampling=t.sampling, eval_n=self.eval_n, eval_sampling=t.eval_sampling, seed=seed,
-            threads=self.threads,
+            data=self.run_data, eval=self.run_eval, prompts=self.ipo_prompts, group_size=self.group_size,
+            sampling=self.train_config(seed=seed).sampling, seed=seed, threads=self.threads,
         )  # fmt: skip
 
     def eval_config(self, seed: int = 0) -> EvalRunConfig:
         """The evaluation of the starting policy (the SFT row) at this preset."""
-        t = self.train_config(seed=seed)
-        return EvalRunConfig(
-            policy=self.policy, eval_tasks=self.eval_tasks, eval_limit=self.eval_limit, eval_n=self.eval_n,
-            eval_sampling=t.eval_sampling, seed=seed, threads=self.threads,
-        )  # fmt: skip
+        return EvalRunConfig(data=self.run_data, eval=self.run_eval, seed=seed, threads=self.threads)
 
 
 STUDY_PRESETS: dict[str, StudyPreset] = {
     # Seconds: exercises every code path of a notebook (tests).
     "tiny": StudyPreset("tiny", seeds=(0,), steps=2, prompts_per_step=4, group_size=4, eval_limit=6, eval_n=16,
-                        max_new_tokens=48, train_tasks="generated:500:1", ipo_prompts=16, survey_tasks=300, threads=1),
+                        max_new_tokens=48, data=DataSpec(train_tasks="generated:500:1"), ipo_prompts=16,
+                        survey_tasks=300, threads=1),
     # Minutes on 2 cores: one seed, 20 RLOO steps of 16 prompts x 8, 100 shared tasks x 16.
     "quick": StudyPreset("quick", seeds=(0,), steps=20, prompts_per_step=16, group_size=8, eval_limit=100,
                          eval_n=16, ipo_prompts=256),
@@ -123,11 +123,21 @@ STUDY_PRESETS: dict[str, StudyPreset] = {
 """Study sizes by name."""
 
 
+DATA_FIELDS = tuple(f.name for f in fields(DataSpec) if f.name != "eval_limit")
+"""``DataSpec`` fields ``study_preset`` accepts by name (``policy``, ``tokenizer``, ``template``, ...)."""
+
+
 def study_preset(name: str, **changes: Any) -> StudyPreset:
-    """The named study preset with some fields changed (e.g. ``policy``); unknown names fail."""
+    """The named study preset with some fields changed; unknown names fail.
+
+    ``DataSpec`` fields may be given by name (``study_preset("full", policy=..., tokenizer=...)``, the
+    paper road); they change the preset's ``data``.
+    """
     if name not in STUDY_PRESETS:
         raise ValueError(f"unknown study preset {name!r}; choose one of {sorted(STUDY_PRESETS)}")
-    return replace(STUDY_PRESETS[name], **changes)
+    preset = STUDY_PRESETS[name]
+    data = {key: changes.pop(key) for key in DATA_FIELDS if key in changes}
+    return replace(preset, data=replace(preset.data, **data), **changes)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -139,35 +149,28 @@ def study_preset(name: str, **changes: Any) -> StudyPreset:
 class EvalRunConfig:
     """Evaluate a policy on the study's held-out tasks, stored like a training run."""
 
-    policy: str = "embedded"
-    """Policy to evaluate."""
-    eval_tasks: str = "generated:1000:0"
-    """Held-out evaluation source."""
-    eval_limit: int = 500
-    """Evaluation tasks used."""
-    eval_n: int = 16
-    """Samples per task."""
-    eval_sampling: SamplingConfig = field(default_factory=lambda: evaluation.EVAL_SAMPLING)
-    """Evaluation sampling."""
+    data: DataSpec = field(default_factory=DataSpec)
+    """Policy to evaluate and the held-out tasks (the training pool is unused; the split is the training
+    runs')."""
+    eval: EvalSpec = field(default_factory=EvalSpec)
+    """Samples per task and evaluation sampling."""
     seed: int = 0
     """Sampling seed."""
     threads: int = 2
     """torch threads."""
-    train_tasks: str = "generated:20000:1"
-    """Unused for training; keeps the evaluation split identical to the training runs'."""
 
 
 def evaluate_policy_run(config: EvalRunConfig, root=None, wait: bool = True) -> RunStore:
     """Evaluate ``config.policy`` once and keep the verdict table in the run store (see ``train.train``)."""
-    store = RunStore.open(config, root=root, prefix="eval", identity=policy_identity(config.policy))
-    return store.complete(lambda s: _evaluate_policy(config, s), threads=config.threads, wait=wait)
+    store = RunStore.open(config, root=root, prefix="eval", identity=policy_identity(config.data.policy))
+    return store.complete(partial(evaluate_policy, config), threads=config.threads, wait=wait)
 
 
-def _evaluate_policy(config: EvalRunConfig, store: RunStore) -> dict:
+def evaluate_policy(config: EvalRunConfig, store: RunStore) -> dict:
     """The body of an evaluation run: evaluate the policy, keep its verdict table, return the summary."""
-    model, tokenizer = load_policy(config.policy)
-    _, eval_tasks = study_tasks(config)
-    result = evaluate_run(store, config, model, tokenizer, eval_tasks, prompt_template(model))
+    model, tokenizer, template = load_run_policy(config.data)
+    _, eval_tasks = study_tasks(config.data)
+    result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template)
     return {"eval": result.summary}
 
 
@@ -407,8 +410,6 @@ def pass_at_k_curves(result: StudyResult) -> pd.DataFrame:
 
     The interval treats pass@k x problems as successes out of the problem count (report 001's plots).
     """
-    from countdown_study.study.stats import wilson_interval
-
     rows = []
     for method in result.methods:
         table = result.samples[result.samples["method"] == method]

@@ -5,6 +5,11 @@ Each receives the papermill parameters ``preset`` (and any ``-p name value`` giv
 cell tagged ``parameters``; the executed copy goes to ``results/executed/``. A failing notebook is
 reported with its error and does not stop the others; its executed copy (with the traceback) is
 kept under ``results/executed/failed/`` so that nothing half-written looks finished.
+
+Executed copies are meant to be read: each kernel starts with ``KERNEL_ENVIRONMENT`` (no third-party
+progress bars, no tqdm notice about ipywidgets), the notebooks themselves pass ``progress=False`` to
+the study (tqdm's environment switch cannot turn off a bar whose caller passes ``disable=False``), and
+the papermill metadata of a copy names its notebook and copy by relative path, not by folder.
 """
 
 from __future__ import annotations
@@ -15,10 +20,18 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from countdown_study.paths import notebooks_dir, results_dir
+import nbformat
+
+from countdown_study.paths import notebooks_dir, project_root, results_dir
 
 PRESETS = ("tiny", "quick", "full")
 """``tiny`` is for tests (seconds), ``quick`` for a 2-core machine (minutes), ``full`` for the paper."""
+
+KERNEL_ENVIRONMENT = {
+    "TQDM_DISABLE": "1",  # bars of other libraries (transformers' "Loading weights", "Writing model shards")
+    "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto without ipywidgets, printed with its path
+}
+"""Environment variables every notebook kernel starts with (added to the kernel spec's own)."""
 
 
 @dataclass(frozen=True)
@@ -79,15 +92,57 @@ def execute_notebook(
             kernel_name=kernel,
             cwd=str(notebook.parent),
             progress_bar=progress,
+            km=kernel_manager(kernel),
         )
     except pm.PapermillExecutionError as err:  # a cell raised: the executed copy shows where
         error = f"{err.ename}: {err.evalue}"
-    except (pm.exceptions.PapermillException, ValueError, OSError) as err:  # it could not start
-        error = f"{type(err).__name__}: {err}"
+    except (pm.exceptions.PapermillException, ValueError, OSError, KeyError) as err:  # it could not start
+        error = f"{type(err).__name__}: {err}"  # (an unknown kernel is a KeyError, NoSuchKernel)
     else:
+        _relative_papermill_paths(tmp, notebook, out)
         os.replace(tmp, out)
         return NotebookRun(notebook.name, True, time.time() - start, str(out))
+    if tmp.exists():
+        _relative_papermill_paths(tmp, notebook, tmp)
     return NotebookRun(notebook.name, False, time.time() - start, str(tmp), error)
+
+
+def kernel_manager(kernel: str = "python3"):
+    """A kernel manager for ``kernel`` whose kernel starts with ``KERNEL_ENVIRONMENT`` added.
+
+    The variables go into this manager's copy of the kernel spec, so neither this process's
+    environment nor the installed kernel spec changes.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+
+    manager = AsyncKernelManager(kernel_name=kernel)
+    spec = manager.kernel_spec  # loaded once and kept: the kernel is launched from this object
+    env = {**spec.env, **KERNEL_ENVIRONMENT}
+    inherited = spec.env.get("PYTHONWARNINGS") or os.environ.get("PYTHONWARNINGS")
+    if inherited:  # the spec's variables replace the inherited ones: keep the caller's filters too
+        env["PYTHONWARNINGS"] = f"{inherited},{KERNEL_ENVIRONMENT['PYTHONWARNINGS']}"
+    spec.env = env
+    return manager
+
+
+def _relative_papermill_paths(copy: Path, notebook: Path, final: Path) -> None:
+    """Rewrite the copy's ``papermill.input_path`` / ``output_path`` as paths relative to the project
+    root and the results folder (papermill records the absolute paths it was given)."""
+    nb = nbformat.read(copy, as_version=4)
+    record = nb.metadata.get("papermill")
+    if record is None:
+        return
+    record["input_path"] = _relative(notebook, project_root())
+    record["output_path"] = _relative(final, results_dir())
+    nbformat.write(nb, copy)
+
+
+def _relative(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when inside it, else its file name."""
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.name
 
 
 def run_notebooks(

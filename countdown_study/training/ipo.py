@@ -17,18 +17,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 from tqdm.auto import tqdm
 
-from countdown_study.countdown.prompts import format_prompt
-from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.countdown.grading import grade_batch
 from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
-from countdown_study.policy import load_policy, policy_identity, prompt_template
-from countdown_study.rollout import SamplingConfig, sample, sequence_logprobs
+from countdown_study.policy import load_policy, policy_identity
+from countdown_study.rollout import SamplingConfig, make_engine, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
-from countdown_study.training.loop import evaluate_run, rewards_of, study_tasks
+from countdown_study.training.common import (
+    evaluate_run,
+    load_run_policy,
+    prompts_for,
+    save_final,
+    study_tasks,
+)
+from countdown_study.training.specs import DataSpec, EvalSpec
 
 # ---------------------------------------------------------------------------------------------------
 # The IPO stage: SFT samples -> verifier-labelled pairs -> IPO updates -> evaluation
@@ -39,14 +46,11 @@ from countdown_study.training.loop import evaluate_run, rewards_of, study_tasks
 class IPOConfig:
     """The SFT -> IPO reference row: pairs from the SFT policy's samples, then IPO on them."""
 
-    policy: str = "embedded"
-    """Starting policy, also the frozen reference."""
-    train_tasks: str = "generated:20000:1"
-    """Prompt pool for pair collection (evaluation keys removed, as in RLOO runs)."""
-    eval_tasks: str = "generated:1000:0"
-    """Held-out evaluation source."""
-    eval_limit: int = 500
-    """Evaluation tasks used."""
+    data: DataSpec = field(default_factory=DataSpec)
+    """Starting policy (also the frozen reference), prompt pool for pairs (evaluation keys removed, as in
+    RLOO runs) and held-out evaluation tasks."""
+    eval: EvalSpec = field(default_factory=EvalSpec)
+    """Samples per evaluation task and evaluation sampling."""
     prompts: int = 1024
     """Prompts sampled for pairs."""
     group_size: int = 8
@@ -65,10 +69,8 @@ class IPOConfig:
     """Token-mean sequence log-probs (else sums)."""
     sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(dtype="bfloat16"))
     """How pair samples are drawn (temperature 1.0, 96 new tokens, bf16 weights)."""
-    eval_n: int = 16
-    """Samples per evaluation task."""
-    eval_sampling: SamplingConfig = field(default_factory=lambda: evaluation.EVAL_SAMPLING)
-    """Evaluation sampling (the reports': temperature 0.6, top-p 0.95, top-k 20)."""
+    format_score: float = 0.1
+    """Reward of a present but wrong answer when pair samples are graded (pairs use correctness only)."""
     seed: int = 0
     """Run seed."""
     threads: int = 2
@@ -86,21 +88,15 @@ def _sequence_scores(model, prompt_ids, completion_ids, length_normalize: bool) 
     return total / out.mask.sum(dim=1).clamp(min=1) if length_normalize else total
 
 
-def collect_pairs(model, tokenizer, tasks, config: IPOConfig, template: str):
-    """Sample the SFT policy on ``tasks`` and return (rollouts, rewards, pairs)."""
-    prompts = [format_prompt(t.nums, t.target, template) for t in tasks]
+def collect_pairs(engine, tasks, config: IPOConfig, template: str):
+    """Sample the SFT policy on ``tasks`` with the run's rollout ``engine``; (rollouts, grades, pairs)."""
     with torch.no_grad():
-        rollouts = sample(
-            model,
-            tokenizer,
-            prompts,
-            config.group_size,
-            config.sampling,
-            derive_seed(config.seed, 0, Stream.IPO_PAIRS),
+        rollouts = engine.sample(
+            prompts_for(tasks, template), config.group_size, derive_seed(config.seed, 0, Stream.IPO_PAIRS)
         )
-    rewards = rewards_of(rollouts, tasks, format_score=0.1)
-    pairs = preference_pairs(rewards, derive_rng(config.seed, IPOStream.PAIRS), config.max_pairs_per_prompt)
-    return rollouts, rewards, pairs
+    grades = grade_batch(rollouts.texts, tasks, config.group_size, config.format_score)  # (P, G) each
+    rng = derive_rng(config.seed, IPOStream.PAIRS)
+    return rollouts, grades, preference_pairs(grades.correct, rng, config.max_pairs_per_prompt)
 
 
 def fit_ipo(
@@ -142,24 +138,23 @@ def fit_ipo(
 
 
 def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
-    """Collect pairs from the starting policy, fit IPO, evaluate; returns the results dict."""
-    model, tokenizer = load_policy(config.policy)
-    ref_model, _ = load_policy(config.policy)
-    template = prompt_template(model)
-    pool, eval_tasks = study_tasks(config)  # same pool and evaluation split as the RLOO runs
+    """Collect pairs from the starting policy, fit IPO, evaluate; returns the results dict (the run body)."""
+    model, tokenizer, template = load_run_policy(config.data)
+    ref_model, _ = load_policy(config.data.policy, tokenizer=config.data.tokenizer)
+    pool, eval_tasks = study_tasks(config.data)  # same pool and evaluation split as the RLOO runs
     order = derive_rng(config.seed, IPOStream.PROMPTS).permutation(len(pool))[: config.prompts]
-    rollouts, rewards, pairs = collect_pairs(model, tokenizer, [pool[i] for i in order], config, template)
+    engine = make_engine(model, tokenizer, config.sampling)
+    rollouts, grades, pairs = collect_pairs(engine, [pool[i] for i in order], config, template)
     if not pairs:
         raise ValueError("no preference pairs: no prompt had both a verifying and a failing sample")
     steps = fit_ipo(model, ref_model, rollouts, pairs, config, store.log_step, progress)
-    result = evaluate_run(store, config, model, tokenizer, eval_tasks, template)
-    model.save_pretrained(store.checkpoint_dir / "final")
-    tokenizer.save_pretrained(store.checkpoint_dir / "final")
-    pair_exact = float((rewards >= 1.0).mean())
+    result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template, engine)
+    save_final(store, model, tokenizer)
+    pair_exact = float(grades.correct.mean())
     return {"eval": result.summary, "pairs": len(pairs), "pair_sample_exact_rate": pair_exact, "steps": steps}
 
 
 def train_ipo(config: IPOConfig, root=None, progress: bool = True, wait: bool = True):
     """Run (or load) the IPO stage in the run store; returns the finished store (see ``train.train``)."""
-    store = RunStore.open(config, root=root, prefix="ipo", identity=policy_identity(config.policy))
-    return store.complete(lambda s: run_ipo(config, s, progress), threads=config.threads, wait=wait)
+    store = RunStore.open(config, root=root, prefix="ipo", identity=policy_identity(config.data.policy))
+    return store.complete(partial(run_ipo, config, progress=progress), threads=config.threads, wait=wait)

@@ -4,17 +4,17 @@ One step (``rloo_step``):
 
 1. ``sampler.next_batch(step, P)`` picks P tasks; probes the sampler asks for are rolled out and
    handed back (``observe_probe``) before the update, without gradients.
-2. ``rollout.sample`` draws G completions per prompt with behaviour log-probs, seeded by
-   (run seed, step).
-3. The verifier scores every completion (``compute_score``); ``rloo_advantages`` gives (P, G).
+2. The run's rollout engine (built once per run) draws G completions per prompt with behaviour
+   log-probs, seeded by ``derive_seed(run seed, step, Stream.ROLLOUT)``.
+3. ``countdown.grading.grade_batch`` grades every completion once (rewards, correctness, reasons);
+   ``rloo_advantages`` gives (P, G).
 4. The update: micro-batches of sequences through ``rollout.sequence_logprobs`` under bf16 autocast,
    ``rloo_loss`` (+ every auxiliary loss of ``aux_losses``), gradients accumulated over the whole
    batch, clipped, one AdamW step.
-5. ``sampler.observe(step, batch, rewards, advantages)``, then one line of the step log.
+5. ``sampler.observe(step, batch, grades, advantages)``, then one line of the step log.
 
-Auxiliary losses (report 003's VCC) plug in beside the RLOO loss: an object with a ``name`` and
-``loss(model, ref_model, rollouts, rewards, batch) -> (tensor, stats)`` whose tensor is added to the
-batch loss before the optimizer step.
+Auxiliary losses (report 003's VCC) plug in beside the RLOO loss through the config
+(``TrainConfig.aux_losses``, see ``training.aux``), so the run id covers their settings.
 
 ``train(config)`` runs a whole run in the run store (``results/runs/<run_id>/``): a finished config is
 loaded instead of trained; an unfinished one resumes from its last checkpoint (written every
@@ -23,28 +23,34 @@ loaded instead of trained; an unfinished one resumes from its last checkpoint (w
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from countdown_study.countdown.prompts import format_prompt
-from countdown_study.countdown.tasks import Task, dedupe, load_tasks
-from countdown_study.countdown.verifier import compute_score
-from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.countdown.grading import Grades, grade_batch
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
-from countdown_study.policy import load_policy, policy_identity, prompt_template
-from countdown_study.rollout import Rollouts, SamplingConfig, sample, sequence_logprobs
-from countdown_study.runs.files import atomic_path
+from countdown_study.policy import load_policy, policy_identity
+from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
+from countdown_study.training.aux import build_aux_losses
+from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
+from countdown_study.training.common import (
+    evaluate_run,
+    load_run_policy,
+    prompts_for,
+    save_final,
+    study_tasks,
+)
+from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec
 
 # ---------------------------------------------------------------------------------------------------
 # Config and presets
@@ -55,16 +61,10 @@ from countdown_study.seeding import Stream, derive_seed
 class TrainConfig:
     """One RLOO run. Defaults are the CPU preset for the embedded policy."""
 
-    policy: str = "embedded"
-    """Starting policy (and frozen reference): ``embedded``, a Hugging Face id or a folder."""
-    tokenizer: str | None = None
-    """Where the tokenizer comes from, if not the policy (the paper road: ``Qwen/Qwen2.5-0.5B``)."""
-    train_tasks: str = "generated:20000:1"
-    """Training pool source (``load_tasks``); tasks sharing a key with the evaluation set are removed."""
-    eval_tasks: str = "generated:1000:0"
-    """Held-out evaluation source; the embedded policy's SFT stage never trained on it."""
-    eval_limit: int = 500
-    """How many (distinct) evaluation tasks to use, from the start of ``eval_tasks``."""
+    data: DataSpec = field(default_factory=DataSpec)
+    """Policy, tokenizer, template, training pool and held-out evaluation tasks."""
+    eval: EvalSpec = field(default_factory=EvalSpec)
+    """Samples per evaluation task and evaluation sampling."""
     sampler: str = "uniform"
     """Registered sampler name (``samplers.SAMPLERS``)."""
     sampler_options: dict = field(default_factory=dict)
@@ -89,10 +89,8 @@ class TrainConfig:
     """How training rollouts are drawn (temperature 1.0, 96 new tokens, stop at ``</answer>``)."""
     format_score: float = 0.1
     """Reward of a present but wrong answer (report 001 used 0: the binary reward)."""
-    eval_n: int = 16
-    """Samples per evaluation task."""
-    eval_sampling: SamplingConfig = field(default_factory=lambda: evaluation.EVAL_SAMPLING)
-    """How evaluation samples are drawn (the reports': temperature 0.6, top-p 0.95, top-k 20)."""
+    aux_losses: tuple[AuxLossSpec, ...] = ()
+    """Auxiliary objectives added to the RLOO loss (report 003's VCC), with their settings."""
     seed: int = 0
     """Run seed: rollouts, sampler draws and evaluation derive from it."""
     threads: int = 2
@@ -101,8 +99,6 @@ class TrainConfig:
     """bf16 autocast for the update's forward passes (1.6x faster on this CPU than fp32)."""
     checkpoint_every: int = 10
     """Write a resumable checkpoint every this many steps (and at the end)."""
-    template: str | None = None
-    """Prompt template; None: the policy's own (``compact`` for the embedded model)."""
 
     def __post_init__(self) -> None:
         if self.group_size < 2:
@@ -119,16 +115,18 @@ PRESETS: dict[str, TrainConfig] = {
     # The reports' defaults (000, 002, 004): lr 1e-5 constant, 128 prompts, G = 8, KL 0.001,
     # entropy 0.001, temperature 1.0, 100 steps, on the paper policy and data.
     "paper": TrainConfig(
-        policy="asingh15/qwen-sft-countdown-defaultproj",
-        tokenizer="Qwen/Qwen2.5-0.5B",
-        train_tasks="asingh15/countdown_tasks_3to4",
+        data=DataSpec(
+            policy="asingh15/qwen-sft-countdown-defaultproj",
+            tokenizer="Qwen/Qwen2.5-0.5B",
+            template="qwen_chat",
+            train_tasks="asingh15/countdown_tasks_3to4",
+        ),
         steps=100,
         prompts_per_step=128,
         micro_batch=8,
         lr=1e-5,
         loss=RLOOConfig(kl_coef=0.001, entropy_coef=0.001),
         sampling=SamplingConfig(max_new_tokens=1024, engine="vllm"),
-        template="qwen_chat",
     ),
 }
 """Named configs; ``preset(name, **changes)`` derives variants."""
@@ -139,38 +137,6 @@ def preset(name: str, **changes: Any) -> TrainConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown training preset {name!r}; choose one of {sorted(PRESETS)}")
     return replace(PRESETS[name], **changes)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Data
-# ---------------------------------------------------------------------------------------------------
-
-
-def study_tasks(config: TrainConfig) -> tuple[list[Task], list[Task]]:
-    """(training pool, evaluation tasks): evaluation keys removed from the pool, first ``eval_limit`` kept."""
-    held_out = load_tasks(config.eval_tasks)
-    eval_tasks = dedupe(held_out)[: config.eval_limit]
-    all_eval_keys = {t.key for t in held_out}
-    pool = [t for t in load_tasks(config.train_tasks) if t.key not in all_eval_keys]
-    if not pool:
-        raise ValueError(f"the training pool {config.train_tasks!r} is empty after removing evaluation tasks")
-    return pool, eval_tasks
-
-
-def rewards_of(rollouts: Rollouts, tasks: Sequence[Task], format_score: float) -> np.ndarray:
-    """Verifier scores of every completion, ``(P, G)``."""
-    group = rollouts.group_size
-    scores = [
-        compute_score(
-            text, {"target": tasks[i // group].target, "numbers": list(tasks[i // group].nums)}, format_score
-        )
-        for i, text in enumerate(rollouts.texts)
-    ]
-    return np.asarray(scores, dtype=np.float64).reshape(len(tasks), group)
-
-
-def _prompts(tasks: Sequence[Task], template: str) -> list[str]:
-    return [format_prompt(t.nums, t.target, template) for t in tasks]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -254,12 +220,17 @@ def policy_update(
     return sums
 
 
-def batch_metrics(rewards: np.ndarray, rollouts: Rollouts) -> dict[str, float]:
+def _grades(rollouts: Rollouts, tasks: Sequence, config: TrainConfig) -> Grades:
+    """Every completion graded once with the run's reward settings, ``(P, G)`` arrays."""
+    return grade_batch(rollouts.texts, tasks, rollouts.group_size, config.format_score)
+
+
+def batch_metrics(grades: Grades, rollouts: Rollouts) -> dict[str, float]:
     """Reward summaries of one step: mean reward, exact rate, share of groups with mixed outcomes."""
-    correct = rewards >= 1.0  # (P, G)
+    correct = grades.correct  # (P, G)
     mixed = correct.any(axis=1) & ~correct.all(axis=1)  # (P,)
     return {
-        "reward_mean": float(rewards.mean()),
+        "reward_mean": float(grades.rewards.mean()),
         "exact_rate": float(correct.mean()),
         "mixed_groups": float(mixed.mean()),
         "tokens": rollouts.num_tokens,
@@ -271,14 +242,14 @@ def rloo_step(
     step: int,
     model,
     ref_model,
-    tokenizer,
+    engine,
     optimizer: torch.optim.Optimizer,
     sampler: Sampler,
     config: TrainConfig,
     template: str,
     aux_losses: Sequence = (),
 ) -> dict[str, Any]:
-    """One RLOO step (module docstring); returns the step's log record."""
+    """One RLOO step (module docstring) with the run's rollout ``engine``; returns the step's log record."""
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -286,39 +257,41 @@ def rloo_step(
     if probes:
         probe_tasks = [sampler.pool[i] for i in probes]
         with torch.no_grad():
-            probe_rollouts = sample(
-                model, tokenizer, _prompts(probe_tasks, template), config.group_size, config.sampling,
+            probe_rollouts = engine.sample(
+                prompts_for(probe_tasks, template),
+                config.group_size,
                 derive_seed(config.seed, step, Stream.PROBE),
-            )  # fmt: skip
-        sampler.observe_probe(step, probes, rewards_of(probe_rollouts, probe_tasks, config.format_score))
+            )
+        sampler.observe_probe(step, probes, _grades(probe_rollouts, probe_tasks, config))
     seconds["probe"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
     batch: Batch = sampler.next_batch(step, config.prompts_per_step)
     with torch.no_grad():
-        rollouts = sample(
-            model, tokenizer, _prompts(batch.tasks, template), config.group_size, config.sampling,
+        rollouts = engine.sample(
+            prompts_for(batch.tasks, template),
+            config.group_size,
             derive_seed(config.seed, step, Stream.ROLLOUT),
-        )  # fmt: skip
+        )
     seconds["sample"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    rewards = rewards_of(rollouts, batch.tasks, config.format_score)  # (P, G)
-    advantages = rloo_advantages(torch.from_numpy(rewards).float())  # (P, G)
+    grades = _grades(rollouts, batch.tasks, config)  # (P, G) each
+    advantages = rloo_advantages(torch.from_numpy(grades.rewards).float())  # (P, G)
     seconds["grade"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
     extra = []
     aux_stats: dict[str, float] = {}
     for aux in aux_losses:
-        loss, stats = aux.loss(model, ref_model, rollouts, rewards, batch)
+        loss, stats = aux.loss(model, ref_model, rollouts, grades, batch)
         extra.append((aux.name, loss))
         aux_stats.update({f"{aux.name}_{k}": v for k, v in stats.items()})
     update = policy_update(model, ref_model, optimizer, rollouts, advantages, config, extra)
     seconds["update"] = time.perf_counter() - clock
 
-    sampler.observe(step, batch, rewards, advantages.numpy())
-    record = {"step": step, **batch_metrics(rewards, rollouts), **update, **aux_stats}
+    sampler.observe(step, batch, grades, advantages.numpy())
+    record = {"step": step, **batch_metrics(grades, rollouts), **update, **aux_stats}
     record.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
     record.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
     if batch.arms:
@@ -328,62 +301,8 @@ def rloo_step(
 
 
 # ---------------------------------------------------------------------------------------------------
-# Checkpoints
-# ---------------------------------------------------------------------------------------------------
-
-CHECKPOINT = "last.pt"
-
-
-def save_checkpoint(store: RunStore, step: int, model, optimizer, sampler: Sampler) -> None:
-    """Everything needed to resume after ``step`` steps, written atomically."""
-    state = {
-        "step": step,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "sampler": json.dumps(sampler.state_dict()),
-    }
-    with atomic_path(store.checkpoint_dir / CHECKPOINT) as tmp:
-        torch.save(state, tmp)
-
-
-def load_checkpoint(store: RunStore, model, optimizer, sampler: Sampler) -> int:
-    """Restore the last checkpoint; returns the number of steps it covers (0 when there is none)."""
-    path = store.path / "checkpoints" / CHECKPOINT
-    if not path.is_file():
-        return 0
-    state = torch.load(path, weights_only=False)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    sampler.load_state_dict(json.loads(state["sampler"]))
-    return int(state["step"])
-
-
-def _truncate_log(store: RunStore, steps_done: int) -> None:
-    """Drop step-log lines past the checkpoint (written before a crash, redone on resume)."""
-    kept = [r for r in store.read_steps() if r["step"] < steps_done]
-    with atomic_path(store.path / "steps.jsonl") as tmp:
-        tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
-
-
-# ---------------------------------------------------------------------------------------------------
 # A whole run
 # ---------------------------------------------------------------------------------------------------
-
-
-def evaluate_run(store: RunStore, config, model, tokenizer, eval_tasks, template) -> evaluation.EvalResult:
-    """Evaluate with the run config's ``eval_n``, ``eval_sampling`` and ``seed`` and keep the verdicts.
-
-    The compact verdict table (kept in git) goes to ``tables/eval.parquet``, raw texts beside it
-    (ignored by git).
-    """
-    result = evaluation.evaluate(
-        model, tokenizer, eval_tasks, n=config.eval_n, sampling=config.eval_sampling, seed=config.seed,
-        template=template,
-    )  # fmt: skip
-    store.write_table("eval", result.samples.drop(columns=["completion"]))
-    with atomic_path(store.path / "samples.parquet") as tmp:
-        result.samples[["task_index", "sample_index", "completion"]].to_parquet(tmp, index=False)
-    return result
 
 
 def _tensorboard(store: RunStore):
@@ -394,23 +313,25 @@ def _tensorboard(store: RunStore):
     return SummaryWriter(str(store.path / "tensorboard"))
 
 
-def run_training(
-    config: TrainConfig, store: RunStore, aux_losses: Sequence = (), progress: bool = True
-) -> dict:
-    """Train (resuming from the store's checkpoint if any), evaluate, and return the results dict."""
-    model, tokenizer = load_policy(config.policy, tokenizer=config.tokenizer)
+def run_training(config: TrainConfig, store: RunStore, progress: bool = True) -> dict:
+    """Train (resuming from the store's checkpoint if any), evaluate, and return the results dict.
+
+    The body of an RLOO run: a module-level function of (config, store), so an executor can ship it.
+    """
+    aux_losses = build_aux_losses(config.aux_losses)
+    model, tokenizer, template = load_run_policy(config.data)
     ref_model = None
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
-        ref_model, _ = load_policy(config.policy, tokenizer=config.tokenizer)
+        ref_model, _ = load_policy(config.data.policy, tokenizer=config.data.tokenizer)
         ref_model.requires_grad_(False)
-    template = config.template or prompt_template(model)
-    pool, eval_tasks = study_tasks(config)
+    pool, eval_tasks = study_tasks(config.data)
     sampler = make_sampler(config.sampler, pool, config.seed, **config.sampler_options)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True
     )
+    engine = make_engine(model, tokenizer, config.sampling)
     done = load_checkpoint(store, model, optimizer, sampler)
-    _truncate_log(store, done)
+    store.truncate_steps(done)
     writer = _tensorboard(store)
     bar = tqdm(
         range(done, config.steps),
@@ -420,9 +341,7 @@ def run_training(
         total=config.steps,
     )
     for step in bar:
-        record = rloo_step(
-            step, model, ref_model, tokenizer, optimizer, sampler, config, template, aux_losses
-        )
+        record = rloo_step(step, model, ref_model, engine, optimizer, sampler, config, template, aux_losses)
         store.log_step(record)
         if writer is not None:
             for key, value in record.items():
@@ -433,26 +352,20 @@ def run_training(
             save_checkpoint(store, step + 1, model, optimizer, sampler)
     if writer is not None:
         writer.close()
-    result = evaluate_run(store, config, model, tokenizer, eval_tasks, template)
-    model.save_pretrained(store.checkpoint_dir / "final")
-    tokenizer.save_pretrained(store.checkpoint_dir / "final")
+    result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template, engine)
+    save_final(store, model, tokenizer)
     return {"eval": result.summary, "steps": config.steps}
 
 
 def train(
-    config: TrainConfig,
-    aux_losses: Sequence = (),
-    root=None,
-    prefix: str = "rloo",
-    progress: bool = True,
-    wait: bool = True,
+    config: TrainConfig, root=None, prefix: str = "rloo", progress: bool = True, wait: bool = True
 ) -> RunStore:
     """Run ``config`` in the run store and return its finished store (loaded if finished before).
 
     Another process running the same config is waited for (``wait=False``: ``RunBusyError``).
     """
-    store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.policy))
+    store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.data.policy))
     return store.complete(
-        lambda s: run_training(config, s, aux_losses, progress),
+        partial(run_training, config, progress=progress),
         threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait,
     )  # fmt: skip

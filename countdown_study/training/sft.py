@@ -1,65 +1,64 @@
-"""The supervised stage: solver-made traces, the SFT loop, and ``countdown-study sft``.
+"""The supervised stage that makes the embedded policy: solver-made traces, the SFT loop, shipping.
 
-A trace is a step list the exact solver wrote, one ``<think>`` span and one ``<answer>`` span::
+Traces come from ``policy.traces``, each step's tasks and traces from ``training.sft_data`` (fresh
+solvable tasks every step, never the held-out evaluation set). The loss covers completion tokens
+only; bf16 autocast; fused AdamW; warm-up, constant, linear decay over the last ``decay_fraction`` of
+a fixed number of steps, so one seed and one thread count give identical weights.
 
-    N 44 19 35 T 98 :<think>44+19=63, 63+35=98</think><answer>(44+19)+35</answer><eos>
+An SFT run is a run-store run (``runs.store``), like the RLOO runs: ``train_sft(config)`` opens
+``<runs_dir>/sft-<hash>/`` and finishes it unless it is finished (then it is loaded, not retrained).
+The hash covers ``run_config(config)``: the config without ``RUNTIME_FIELDS`` (threads, checkpoint and
+log intervals, loader workers), so changing those keeps the run. The store writes ``config.json``,
+provenance, ``steps.jsonl`` (``step`` is the 0-based step index; loss, lr, wall seconds),
+``results.json`` (``run_facts``) and ``DONE``; the resumable checkpoint (model, optimizer, step, RNG
+state) is ``checkpoints/last.pt``, written atomically, and the final weights ``checkpoints/final/``.
+An unfinished run resumes from its checkpoint and ends with the weights of an uninterrupted one.
 
-with the solution drawn at random (seeded) among ``solver.all_solutions``. A configurable share of
-traces are multi-attempt: one or two wrong attempts from ``solver.random_derivation``, each with its
-own think and answer span, before the correct one, so that a policy can leave an answer and write
-another (report 003's answer abandonment). Field notes measured search-style traces as worse at equal
-time, so the share stays small. Non-integer values are written ``a/b`` (in parentheses as operands:
-``6/(1/4)=24``). The correct solution is drawn among those whose intermediate values are all
-non-negative integers (every generated task has one: the public data's rules), which keeps the
-traces short and the arithmetic learnable.
+A checkpoint of another run whose schedule differs only in length (``steps``, ``decay_fraction``)
+continues into this run's schedule when it lies before both decay starts (``resume_from``): the steps
+up to there are the same computation. It does not change the run id (the weights are those of a run
+started afresh); the run records it in ``resumed_from.json``.
 
-The loop trains on fresh solvable tasks every step (``tasks.generate_tasks`` with a seed derived from
-(run seed, step)), never on a held-out evaluation set (by ``Task.key``). The loss covers completion
-tokens only; bf16 autocast; fused AdamW; warm-up, constant, linear decay over the last 20% of a fixed
-number of steps, so one seed and one thread count give identical weights. Checkpoints (model,
-optimizer, step, RNG state) are written atomically and a run resumes from its last one.
-
-``countdown-study sft --ship`` retrains the shipped checkpoint (defaults of ``SFTConfig``) and saves
-it to ``paths.EMBEDDED_CHECKPOINT_DIR``.
+``countdown-study sft --ship`` (``cli.sft``) trains the shipped config (``SFTConfig`` defaults) and
+``ship`` copies its weights to ``paths.EMBEDDED_CHECKPOINT_DIR`` with ``sft.json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import platform
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields, replace
-from fractions import Fraction
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from random import Random
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from countdown_study.countdown import tasks as task_data
-from countdown_study.countdown.prompts import (
-    ANSWER_CLOSE,
-    ANSWER_OPEN,
-    THINK_CLOSE,
-    THINK_OPEN,
-    format_prompt,
-)
-from countdown_study.countdown.solver import Derivation, Step, all_solutions, random_derivation
-from countdown_study.countdown.tasks import Task
+from countdown_study.countdown import load_tasks
 from countdown_study.evaluation.evaluate import evaluate
-from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR, runs_dir
+from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
 from countdown_study.rollout import SamplingConfig
-from countdown_study.runs.files import atomic_write_json
+from countdown_study.runs.files import atomic_path, atomic_write_json, atomic_write_text
 from countdown_study.runs.provenance import git_state
+from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
+from countdown_study.training.sft_data import (
+    collate,
+    encode_example,
+    heldout_keys,
+    length_buckets,
+    step_loader,
+)
 
 SHIPPED_INFO_FILE = "sft.json"
 """The file beside the shipped weights holding their training config, run facts and measured quality."""
+SHIPPED_FACTS = ("config", "steps_done", "wall_seconds", "steps_per_second", "final_loss", "git_sha",
+                 "git_dirty", "versions")  # fmt: skip
+"""The keys of ``run_facts``, in order: ``sft.json`` lists them so, then ``quality``."""
+CHECKPOINT = "last.pt"
+"""The resumable checkpoint in a run's ``checkpoints/``."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,7 @@ class SFTConfig:
     checkpoint_every: int = 250
     """Write a resumable checkpoint every this many steps (and at the end)."""
     log_every: int = 25
-    """Append a line to ``log.jsonl`` every this many steps."""
+    """Append a line to the step log every this many steps (and at the end)."""
     data_workers: int = 1
     """Processes preparing the next steps' traces while the current one trains (0: in the loop)."""
 
@@ -124,7 +123,8 @@ class SFTConfig:
 
 
 RUNTIME_FIELDS = ("threads", "checkpoint_every", "log_every", "data_workers")
-"""Config fields a resumed run may change: they do not change what is computed."""
+"""Config fields a resumed run may change and the run id leaves out: they do not change what is computed
+(``threads`` does change the floating-point sums; the run's provenance records the count it ran with)."""
 
 
 def config_to_dict(config: SFTConfig) -> dict:
@@ -134,8 +134,7 @@ def config_to_dict(config: SFTConfig) -> dict:
 
 def config_from_dict(data: dict) -> SFTConfig:
     """Inverse of ``config_to_dict`` (unknown keys are an error)."""
-    known = {f.name for f in fields(SFTConfig)}
-    unknown = set(data) - known
+    unknown = set(data) - {f.name for f in fields(SFTConfig)}
     if unknown:
         raise ValueError(f"unknown SFTConfig fields: {sorted(unknown)}")
     values = dict(data)
@@ -147,164 +146,18 @@ def config_from_dict(data: dict) -> SFTConfig:
     return SFTConfig(**values)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Traces
-# ---------------------------------------------------------------------------------------------------
+def run_config(config: SFTConfig) -> dict:
+    """The view of ``config`` that names its run: ``config_to_dict`` without ``RUNTIME_FIELDS``.
 
-
-def format_value(x: Fraction, operand: bool = False) -> str:
-    """An exact value as ``7`` or ``a/b``; as an operand, non-integers and negatives go in parentheses."""
-    text = str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
-    return f"({text})" if operand and (x.denominator != 1 or x < 0) else text
-
-
-def format_step(step: Step) -> str:
-    """One merge as ``44+19=63``, ``6/(1/4)=24`` or ``8-(-14)=22`` (unambiguous left to right)."""
-    return (
-        f"{format_value(step.left, True)}{step.op}{format_value(step.right, True)}={format_value(step.value)}"
-    )
-
-
-def format_attempt(derivation: Derivation) -> str:
-    """One attempt: the merges as ``a+b=c, ...`` in a think span, then the expression in an answer span."""
-    steps = ", ".join(format_step(step) for step in derivation.steps)
-    return f"{THINK_OPEN}{steps}{THINK_CLOSE}{ANSWER_OPEN}{derivation.expression}{ANSWER_CLOSE}"
-
-
-def wrong_derivation(nums: Sequence[int], target: int, rng: Random, max_draws: int = 100) -> Derivation:
-    """A random merge sequence over ``nums`` whose value is not ``target`` (re-drawn when it is)."""
-    for _ in range(max_draws):
-        derivation = random_derivation(nums, rng)
-        if derivation.value != target:
-            return derivation
-    raise ValueError(f"no wrong derivation found for {list(nums)} -> {target} in {max_draws} draws")
-
-
-def is_clean(derivation: Derivation) -> bool:
-    """Whether every merge of a derivation gives a non-negative integer (the public data's operations)."""
-    return all(step.value.denominator == 1 and step.value >= 0 for step in derivation.steps)
-
-
-def make_trace(
-    task: Task,
-    rng: Random,
-    multi_attempt_share: float = 0.0,
-    max_wrong_attempts: int = 2,
-    solutions: Sequence[Derivation] | None = None,
-    prefer_clean: bool = True,
-) -> str:
-    """A completion for ``task``: zero or more wrong attempts, then a solver solution drawn with ``rng``.
-
-    With probability ``multi_attempt_share`` the trace opens with 1 to ``max_wrong_attempts`` wrong
-    attempts (uniform), each a full think + answer span. The last answer span is always correct.
+    ``RunStore.open`` hashes the config it is given (type name and canonical JSON), so SFT runs open
+    the store with this dict (type ``dict``), not the dataclass: runtime fields do not change the id.
     """
-    solutions = all_solutions(task.nums, task.target) if solutions is None else solutions
-    if not solutions:
-        raise ValueError(f"task {task} has no solution")
-    attempts: list[Derivation] = []
-    if max_wrong_attempts > 0 and rng.random() < multi_attempt_share:
-        attempts = [
-            wrong_derivation(task.nums, task.target, rng) for _ in range(rng.randint(1, max_wrong_attempts))
-        ]
-    clean = [d for d in solutions if is_clean(d)] if prefer_clean else []
-    pool = clean or solutions
-    attempts.append(pool[rng.randrange(len(pool))])
-    return "".join(format_attempt(d) for d in attempts)
+    return {k: v for k, v in config_to_dict(config).items() if k not in RUNTIME_FIELDS}
 
 
 # ---------------------------------------------------------------------------------------------------
-# Batches: tasks of a step, tokens and the completion mask
+# Loss and schedule
 # ---------------------------------------------------------------------------------------------------
-
-
-def derived_seed(seed: int, step: int, stream: int, draw: int = 0) -> int:
-    """A 62-bit seed derived from (run seed, step, stream, draw); streams keep tasks and traces independent."""
-    return int(np.random.default_rng([int(seed), int(step), int(stream), int(draw)]).integers(2**62))
-
-
-STREAM_TASKS, STREAM_TRACES = 0, 1
-
-
-def heldout_keys(config: SFTConfig) -> frozenset:
-    """Canonical keys of the held-out evaluation set."""
-    if config.heldout_count <= 0:
-        return frozenset()
-    heldout = task_data.generate_tasks(
-        config.heldout_count, config.heldout_seed, num_counts=config.num_counts
-    )
-    return frozenset(task.key for task in heldout)
-
-
-def step_examples(config: SFTConfig, step: int, exclude: frozenset) -> list[tuple[str, str]]:
-    """The (prompt, completion) pairs of one step: fresh solvable tasks not in ``exclude``, with traces."""
-    rng = Random(derived_seed(config.seed, step, STREAM_TRACES))
-    examples: list[tuple[str, str]] = []
-    draw = 0
-    while len(examples) < config.batch_size:
-        need = config.batch_size - len(examples)
-        # draw 0 is the step's batch; later draws (rare) replace held-out or unsolvable tasks
-        seed = derived_seed(config.seed, step, STREAM_TASKS, draw)
-        for task in task_data.generate_tasks(need, seed, num_counts=config.num_counts):
-            solutions = [] if task.key in exclude else all_solutions(task.nums, task.target)
-            if solutions and len(examples) < config.batch_size:
-                trace = make_trace(
-                    task, rng, config.multi_attempt_share, config.max_wrong_attempts, solutions
-                )
-                examples.append((format_prompt(task.nums, task.target, "compact"), trace))
-        draw += 1
-    return examples
-
-
-def _as_is(examples: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The loader's collate function: a step's examples are already its batch."""
-    return examples
-
-
-class StepExamples(torch.utils.data.Dataset):
-    """Item ``i`` is ``step_examples`` of step ``first_step + i``: a pure function of the step, so
-    loader workers may prepare steps ahead without changing what is trained on."""
-
-    def __init__(self, config: SFTConfig, first_step: int, last_step: int, exclude: frozenset) -> None:
-        self.config, self.first_step, self.last_step, self.exclude = config, first_step, last_step, exclude
-
-    def __len__(self) -> int:
-        return self.last_step - self.first_step
-
-    def __getitem__(self, index: int) -> list[tuple[str, str]]:
-        return step_examples(self.config, self.first_step + index, self.exclude)
-
-
-def step_loader(
-    config: SFTConfig, first_step: int, last_step: int, exclude: frozenset
-) -> torch.utils.data.DataLoader:
-    """The examples of steps ``first_step..last_step - 1`` in order, prepared by ``config.data_workers``."""
-    return torch.utils.data.DataLoader(
-        StepExamples(config, first_step, last_step, exclude),
-        batch_size=None,
-        shuffle=False,
-        num_workers=config.data_workers,
-        collate_fn=_as_is,
-    )
-
-
-def encode_example(tokenizer, prompt: str, completion: str) -> tuple[list[int], list[bool]]:
-    """Token ids of ``<bos> prompt completion <eos>`` and a mask marking the completion and EOS tokens."""
-    prompt_ids = [tokenizer.bos_token_id] + tokenizer.encode(prompt, add_special_tokens=False)
-    completion_ids = tokenizer.encode(completion, add_special_tokens=False) + [tokenizer.eos_token_id]
-    return prompt_ids + completion_ids, [False] * len(prompt_ids) + [True] * len(completion_ids)
-
-
-def collate(encoded: Sequence[tuple[list[int], list[bool]]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad a batch: ``input_ids``, ``attention_mask`` and ``loss_mask``, each ``(B, T)``."""
-    length = max(len(ids) for ids, _ in encoded)
-    input_ids = torch.full((len(encoded), length), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(encoded), length), dtype=torch.long)
-    loss_mask = torch.zeros((len(encoded), length), dtype=torch.bool)
-    for row, (ids, mask) in enumerate(encoded):
-        input_ids[row, : len(ids)] = torch.tensor(ids)
-        attention_mask[row, : len(ids)] = 1
-        loss_mask[row, : len(ids)] = torch.tensor(mask)
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask}
 
 
 def completion_loss_sum(
@@ -322,76 +175,6 @@ def completion_loss(logits: torch.Tensor, input_ids: torch.Tensor, loss_mask: to
     """Mean next-token cross-entropy over the masked (completion) positions."""
     total, count = completion_loss_sum(logits, input_ids, loss_mask)
     return total / count.clamp(min=1.0)
-
-
-def length_buckets(lengths: Sequence[int], num_buckets: int) -> list[list[int]]:
-    """Split example indices, sorted by length, into ``num_buckets`` near-equal chunks (less padding)."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    chunks = np.array_split(np.array(order, dtype=int), min(num_buckets, len(order)))
-    return [chunk.tolist() for chunk in chunks if len(chunk)]
-
-
-# ---------------------------------------------------------------------------------------------------
-# Schedule and checkpoints
-# ---------------------------------------------------------------------------------------------------
-
-
-def learning_rate(step: int, config: SFTConfig) -> float:
-    """LR of step ``step`` (0-based): linear warm-up, constant, linear decay to zero over the last steps."""
-    if step < config.warmup_steps:
-        return config.lr * (step + 1) / config.warmup_steps
-    if step >= config.decay_start:
-        return config.lr * (config.steps - step) / max(config.steps - config.decay_start, 1)
-    return config.lr
-
-
-def save_checkpoint(path: Path, state: dict) -> None:
-    """``torch.save`` to a temporary file, then ``os.replace``: a checkpoint is whole or absent."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
-
-
-def checkpoint_path(out_dir: Path) -> Path:
-    """Where a run keeps its resumable checkpoint (ignored by git)."""
-    return Path(out_dir) / "checkpoints" / "last.pt"
-
-
-def final_model_dir(out_dir: Path) -> Path:
-    """Where a finished run saves its model and tokenizer with ``save_pretrained`` (ignored by git)."""
-    return Path(out_dir) / "checkpoints" / "final"
-
-
-def _check_resumable(saved: dict, config: SFTConfig, step: int) -> None:
-    """Refuse to resume a checkpoint made with a different computation.
-
-    A schedule that differs only in its length (``steps``, ``decay_fraction``) computes the same steps
-    until either schedule starts its decay, so a checkpoint from before both decay starts continues
-    into the new schedule exactly as a run started with it would.
-    """
-    now = config_to_dict(config)
-    differs = sorted(k for k in now if k not in RUNTIME_FIELDS and saved.get(k) != now[k])
-    length_only = set(differs) <= {"steps", "decay_fraction"}
-    if differs and length_only and step <= min(config_from_dict(saved).decay_start, config.decay_start):
-        return
-    if differs:
-        raise ValueError(
-            f"checkpoint at step {step} was made with a different config: {differs}; retrain instead"
-        )
-
-
-def _truncate_log(log_file: Path, step: int) -> None:
-    """Drop log lines after ``step`` (written by an interrupted run after its last checkpoint)."""
-    if not log_file.exists():
-        return
-    lines = [line for line in log_file.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-    log_file.write_text("".join(line + "\n" for line in lines))
-
-
-# ---------------------------------------------------------------------------------------------------
-# The loop
-# ---------------------------------------------------------------------------------------------------
 
 
 def train_step_gradients(
@@ -416,102 +199,169 @@ def train_step_gradients(
     return loss
 
 
-@dataclass
-class SFTResult:
-    """What ``train_sft`` returns."""
+def learning_rate(step: int, config: SFTConfig) -> float:
+    """LR of step ``step`` (0-based): linear warm-up, constant, linear decay to zero over the last steps."""
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    if step >= config.decay_start:
+        return config.lr * (config.steps - step) / max(config.steps - config.decay_start, 1)
+    return config.lr
 
-    model: torch.nn.Module
-    """The trained policy (fp32 weights, eval mode)."""
-    tokenizer: object
-    """The embedded tokenizer."""
-    steps_done: int
-    """Steps completed so far (``config.steps`` unless stopped early)."""
-    wall_seconds: float
-    """Training wall time summed over resumed segments."""
-    final_loss: float
-    """Loss of the last step."""
+
+# ---------------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then ``os.replace``: whole or absent.
+
+    A failed write removes its temporary file and leaves the previous checkpoint as it was.
+    """
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def _run_path(run: RunStore | str | Path) -> Path:
+    return run.path if isinstance(run, RunStore) else Path(run)
+
+
+def checkpoint_path(run: RunStore | str | Path) -> Path:
+    """A run's resumable checkpoint, ``checkpoints/last.pt`` (a run store or a run folder)."""
+    return _run_path(run) / "checkpoints" / CHECKPOINT
+
+
+def final_model_dir(run: RunStore | str | Path) -> Path:
+    """Where a finished run keeps its model and tokenizer (``save_pretrained``; ignored by git)."""
+    return _run_path(run) / "checkpoints" / "final"
+
+
+def _check_resumable(saved: dict, config: SFTConfig, step: int) -> None:
+    """Refuse to resume a checkpoint made with a different computation.
+
+    A schedule that differs only in its length (``steps``, ``decay_fraction``) computes the same steps
+    until either schedule starts its decay, so a checkpoint from before both decay starts continues
+    into the new schedule exactly as a run started with it would.
+    """
+    now = config_to_dict(config)
+    differs = sorted(k for k in now if k not in RUNTIME_FIELDS and saved.get(k) != now[k])
+    length_only = set(differs) <= {"steps", "decay_fraction"}
+    if differs and length_only and step <= min(config_from_dict(saved).decay_start, config.decay_start):
+        return
+    if differs:
+        raise ValueError(
+            f"checkpoint at step {step} was made with a different config: {differs}; retrain instead"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
+# A run
+# ---------------------------------------------------------------------------------------------------
+
+
+class _Stopped(Exception):
+    """Raised by a run told to stop after some steps (``stop_after``): it stays unfinished."""
+
+
+def open_run(config: SFTConfig, root: str | Path | None = None) -> RunStore:
+    """The run-store run of ``config`` under ``root`` (default ``paths.runs_dir()``): ``sft-<hash>``."""
+    return RunStore.open(run_config(config), root=root, prefix="sft")
 
 
 def train_sft(
     config: SFTConfig,
-    out_dir: Path,
-    resume: bool = False,
+    root: str | Path | None = None,
+    resume_from: str | Path | None = None,
     stop_after: int | None = None,
     progress: bool = True,
-) -> SFTResult:
-    """Train the embedded policy; write ``config.json``, ``log.jsonl``, checkpoints and the final model.
+    wait: bool = True,
+) -> RunStore:
+    """Run ``config`` in the run store and return its store; a finished run is loaded, not retrained.
 
-    ``resume`` continues from ``checkpoints/last.pt`` when it exists. ``stop_after`` ends the run after
-    that many steps in total (a checkpoint is written there), as if it had been interrupted.
+    An unfinished run resumes from its own checkpoint. Without one, ``resume_from`` (another run's
+    checkpoint file or run folder) is continued if ``_check_resumable`` allows it. ``stop_after``
+    ends an attempt after that many steps in total, with a checkpoint, as if it had been interrupted:
+    the store returned is then unfinished. ``wait``: see ``RunStore.complete``.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    code_state = git_state()  # the code this segment runs
+    store = open_run(config, root)
+    body = lambda s: _run_sft(config, s, resume_from, stop_after, progress)  # noqa: E731
+    try:
+        return store.complete(body, threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait)
+    except _Stopped:
+        return store
+
+
+def load_sft(run: RunStore | str | Path):
+    """``(model, tokenizer)`` of a finished SFT run."""
+    return load_policy(final_model_dir(run))
+
+
+def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) -> tuple[int, float, float]:
+    """Load the run's checkpoint, else ``resume_from``'s; returns (steps done, wall seconds, last loss)."""
+    source, own = checkpoint_path(store), True
+    if not source.is_file():
+        if resume_from is None:
+            return 0, 0.0, float("nan")
+        source, own = Path(resume_from), False
+        source = checkpoint_path(source) if source.is_dir() else source
+    state = torch.load(source, weights_only=False)
+    _check_resumable(state["config"], config, state["step"])
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    if not own:  # record where the run started and adopt the other run's log of the steps it did
+        store.write_json("resumed_from", {"checkpoint": str(source.resolve()), "step": state["step"]})
+        other = source.parent.parent / "steps.jsonl"
+        lines = other.read_text().splitlines(keepends=True) if other.is_file() else []
+        for record in (json.loads(line) for line in lines if line.endswith("\n")):
+            if record["step"] < state["step"]:
+                store.log_step(record)
+    return state["step"], state["wall_seconds"], state["loss"]
+
+
+def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progress: bool) -> dict:
+    """The body of an SFT run: train (resuming), save the final model, return ``run_facts``."""
+    code_state = git_state()  # the code this attempt runs
     torch.set_num_threads(config.threads)
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, config.model, seed=config.seed)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay, fused=True
     )
-    start, wall_before, loss_value = 0, 0.0, float("nan")
-    ckpt = checkpoint_path(out_dir)
-    if resume and ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        _check_resumable(state["config"], config, state["step"])
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["torch_rng"])
-        start, wall_before, loss_value = state["step"], state["wall_seconds"], state["loss"]
-    (out_dir / "config.json").write_text(json.dumps(config_to_dict(config), indent=2) + "\n")
-    log_file = out_dir / "log.jsonl"
-    _truncate_log(log_file, start)
-    exclude = heldout_keys(config)
+    start, wall_before, loss_value = _restore(store, config, resume_from, model, optimizer)
+    store.truncate_steps(start)
     end = config.steps if stop_after is None else min(stop_after, config.steps)
     model.train()
     t0 = time.perf_counter()
-    bar = tqdm(total=config.steps, initial=start, desc="sft", disable=not progress)
-    for step, examples in enumerate(step_loader(config, start, end, exclude), start=start):
+    bar = tqdm(total=config.steps, initial=start, desc=f"sft {store.run_id}", disable=not progress)
+    for step, examples in enumerate(step_loader(config, start, end, heldout_keys(config)), start=start):
+        lr = learning_rate(step, config)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config)
+            group["lr"] = lr
         optimizer.zero_grad(set_to_none=True)
         loss = train_step_gradients(model, tokenizer, examples, config.length_buckets)
         if config.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
-        loss_value = float(loss.detach())
-        done = step + 1
+        loss_value, done = float(loss.detach()), step + 1
         bar.update(1)
         wall = wall_before + time.perf_counter() - t0
         if done % config.log_every == 0 or done == end:
-            bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{learning_rate(step, config):.2e}")
-            record = {
-                "step": done,
-                "loss": loss_value,
-                "lr": learning_rate(step, config),
-                "wall_seconds": wall,
-            }
-            with log_file.open("a") as f:
-                f.write(json.dumps(record) + "\n")
+            bar.set_postfix(loss=f"{loss_value:.3f}", lr=f"{lr:.2e}")
+            store.log_step({"step": step, "loss": loss_value, "lr": lr, "wall_seconds": wall})
         if done % config.checkpoint_every == 0 or done == end:
-            state = {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "step": done,
-                "torch_rng": torch.get_rng_state(),
-                "config": config_to_dict(config),
-                "wall_seconds": wall,
-                "loss": loss_value,
-            }
-            save_checkpoint(ckpt, state)
+            state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": done,
+                     "torch_rng": torch.get_rng_state(), "config": config_to_dict(config),
+                     "wall_seconds": wall, "loss": loss_value}  # fmt: skip
+            save_checkpoint(store.checkpoint_dir / CHECKPOINT, state)
     bar.close()
+    if end < config.steps:
+        raise _Stopped(f"stopped after {end} of {config.steps} steps")
     wall = wall_before + time.perf_counter() - t0 if end > start else wall_before
     model.eval()
-    if end == config.steps:
-        model.save_pretrained(final_model_dir(out_dir))
-        tokenizer.save_pretrained(final_model_dir(out_dir))
-        summary = run_facts(config, end, wall, loss_value, code_state)
-        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return SFTResult(model, tokenizer, end, wall, loss_value)
+    model.save_pretrained(final_model_dir(store))
+    tokenizer.save_pretrained(final_model_dir(store))
+    return run_facts(config, end, wall, loss_value, code_state)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -540,20 +390,25 @@ def run_facts(
     }
 
 
-def ship(out_dir: Path, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> Path:
+def ship(run: RunStore | str | Path, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> Path:
     """Copy a finished run's model and tokenizer to ``dest`` with ``save_pretrained``, with ``sft.json``.
 
-    ``sft.json`` holds the run's facts; its ``quality`` entry is emptied until ``record_quality`` fills
-    it for these weights.
+    ``sft.json`` holds the run's facts (its ``results.json``, in ``run_facts``' key order); its
+    ``quality`` entry is emptied until ``record_quality`` fills it for these weights.
     """
-    model, tokenizer = load_policy(final_model_dir(out_dir))
+    path = _run_path(run)
+    if not (path / DONE).is_file():
+        raise RunNotFinishedError(f"the SFT run in {path} is not finished; nothing to ship")
+    facts = json.loads((path / "results.json").read_text())
+    model, tokenizer = load_policy(final_model_dir(path))
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(dest)
     tokenizer.save_pretrained(dest)
-    info = json.loads((Path(out_dir) / "summary.json").read_text())
+    info = {key: facts[key] for key in SHIPPED_FACTS}  # run_facts' order, as results.json sorts keys
+    info["config"] = config_to_dict(config_from_dict(facts["config"]))
     info["quality"] = None
-    (dest / SHIPPED_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    atomic_write_text(dest / SHIPPED_INFO_FILE, json.dumps(info, indent=2) + "\n")
     return dest
 
 
@@ -576,7 +431,7 @@ def measure_quality(config: SFTConfig, policy_dir: Path, out_dir: Path | None = 
     source = f"generated:{config.heldout_count}:{config.heldout_seed}"
     sampling = QUALITY_SAMPLING
     result = evaluate(
-        model, tokenizer, task_data.load_tasks(source), n=QUALITY_N, sampling=sampling, seed=seed,
+        model, tokenizer, load_tasks(source), n=QUALITY_N, sampling=sampling, seed=seed,
         template=prompt_template(model),
     )  # fmt: skip
     summary = result.summary
@@ -612,71 +467,4 @@ def record_quality(quality: dict, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> None:
     info_file = Path(dest) / SHIPPED_INFO_FILE
     info = json.loads(info_file.read_text())
     info["quality"] = quality
-    info_file.write_text(json.dumps(info, indent=2) + "\n")
-
-
-# ---------------------------------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------------------------------
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Options of ``countdown-study sft``; unset options keep ``SFTConfig``'s defaults."""
-    default = SFTConfig()
-    parser.add_argument(
-        "--out", type=Path, default=None, help="run folder (default: results/runs/sft-embedded)"
-    )
-    parser.add_argument("--steps", type=int, default=default.steps, help="optimizer steps")
-    parser.add_argument("--seed", type=int, default=default.seed, help="run seed")
-    parser.add_argument("--threads", type=int, default=default.threads, help="torch threads")
-    parser.add_argument("--batch-size", type=int, default=default.batch_size, help="traces per step")
-    parser.add_argument("--lr", type=float, default=default.lr, help="peak learning rate")
-    parser.add_argument(
-        "--multi-attempt-share",
-        type=float,
-        default=default.multi_attempt_share,
-        help="share of multi-attempt traces",
-    )
-    parser.add_argument(
-        "--checkpoint-every", type=int, default=default.checkpoint_every, help="steps between checkpoints"
-    )
-    parser.add_argument(
-        "--resume", action="store_true", help="continue from the run folder's last checkpoint"
-    )
-    parser.add_argument(
-        "--ship", action="store_true", help="save the final model to the package's embedded checkpoint"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def config_from_args(args: argparse.Namespace) -> SFTConfig:
-    """The run's config: ``SFTConfig`` defaults with the command line's options."""
-    return replace(
-        SFTConfig(),
-        steps=args.steps,
-        seed=args.seed,
-        threads=args.threads,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        multi_attempt_share=args.multi_attempt_share,
-        checkpoint_every=args.checkpoint_every,
-    )
-
-
-def cli_main(args: argparse.Namespace) -> int:
-    """Run ``countdown-study sft``."""
-    config = config_from_args(args)
-    out_dir = args.out or runs_dir() / "sft-embedded"
-    result = train_sft(config, out_dir, resume=args.resume, progress=not args.no_progress)
-    print(
-        f"trained {result.steps_done} steps in {result.wall_seconds:.0f} s; final loss {result.final_loss:.4f}"
-    )
-    if args.ship:
-        dest = ship(out_dir)
-        quality = measure_quality(config, dest, out_dir)
-        record_quality(quality, dest)
-        print(f"shipped to {dest}: pass@1 {quality['pass@1']:.3f}, pass@16 {quality['pass@16']:.3f}, "
-              f"well-formed {quality['well_formed']:.3f}")  # fmt: skip
-        for problem in quality_shortfalls(quality):
-            print(f"quality goal missed: {problem}")
-    return 0
+    atomic_write_text(info_file, json.dumps(info, indent=2) + "\n")

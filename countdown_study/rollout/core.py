@@ -1,0 +1,331 @@
+"""Shared rollout pieces: the ``Rollouts`` result, prompt encoding, padding, stopping, the sampling math,
+and ``sequence_logprobs`` (full-forward log-probs, the trainer's side).
+
+Behaviour log-prob (all engines): for the sampled token y at a step with logits z,
+``log_softmax(z / temperature)[y]``, i.e. the temperature-scaled distribution *before* top-k / top-p
+truncation. With truncation off (training) this is exactly the sampling distribution. The vLLM engine
+reports the truncated distribution's log-prob when top-k or top-p is on (see ``VllmRunner``).
+
+Stopping: a completion ends at the first EOS token (included) or, with ``config.stop_at_answer``, right
+after the first ``</answer>`` (the embedded tokenizer has one token for it; for other tokenizers the
+completion stops at the first token after which its decoded text contains the tag). Finish reasons are
+``eos``, ``answer`` or ``length``.
+
+Prompts are encoded by ``encode_prompts``: the tokenizer's own special tokens, then BOS prepended when
+the tokenizer has one and did not add it (the embedded model sees ``<bos>N 44 19 35 T 98 :``).
+
+``sequence_logprobs`` is the trainer's side: one forward over ``[left pad | prompt | completion | right
+pad]`` with explicit position ids, giving per-token log-probs (and optionally entropies) of the
+completion tokens, differentiable when called under grad.
+
+Devices: tensors are placed on the model's device (``model_device``); results (``Rollouts`` log-probs)
+are CPU tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from countdown_study.countdown.prompts import ANSWER_CLOSE
+from countdown_study.rollout.sampling import SamplingConfig
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+"""The torch dtype of each ``SamplingConfig.dtype`` name (``rollout.sampling.DTYPE_NAMES``)."""
+
+
+def model_device(model) -> torch.device:
+    """The device of the model's (first) parameters: where sampling places its tensors."""
+    return next(model.parameters()).device
+
+
+@dataclass
+class Rollouts:
+    """G samples for each of P prompts, flattened prompt-major: sample ``p * G + g``."""
+
+    prompts: list[str]
+    """The P prompt strings."""
+    group_size: int
+    """G, samples per prompt."""
+    prompt_ids: list[list[int]]
+    """Token ids of each prompt (P lists, no padding, as fed to the model: BOS included)."""
+    completion_ids: list[list[int]]
+    """Token ids of each completion (P * G lists, no padding, ending token included)."""
+    texts: list[str]
+    """Decoded completions without special tokens (P * G)."""
+    logprobs: list[torch.Tensor] = field(default_factory=list)
+    """Behaviour log-prob of each completion token (P * G float32 tensors)."""
+    finish_reasons: list[str] = field(default_factory=list)
+    """``eos``, ``answer`` (stopped at ``</answer>``) or ``length``."""
+    engine: str = "native"
+    """The engine that drew the samples."""
+
+    @property
+    def num_samples(self) -> int:
+        """P * G."""
+        return len(self.completion_ids)
+
+    @property
+    def num_tokens(self) -> int:
+        """Completion tokens over all samples."""
+        return sum(len(ids) for ids in self.completion_ids)
+
+    @property
+    def sample_prompt_ids(self) -> list[list[int]]:
+        """The prompt ids of every sample (P * G lists), to pair with ``completion_ids``."""
+        return [ids for ids in self.prompt_ids for _ in range(self.group_size)]
+
+    def padded_logprobs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Behaviour log-probs right-padded with 0, laid out like ``sequence_logprobs``: (N, T), mask (N, T)."""
+        width = max(len(lp) for lp in self.logprobs)
+        values = torch.zeros(len(self.logprobs), width)  # (N, T)
+        mask = torch.zeros(len(self.logprobs), width, dtype=torch.bool)  # (N, T)
+        for i, lp in enumerate(self.logprobs):
+            values[i, : len(lp)] = lp
+            mask[i, : len(lp)] = True
+        return values, mask
+
+
+# ----------------------------------------------------------------------------------------------------
+# Prompts, padding and stopping
+
+
+def encode_prompts(tokenizer, prompts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each prompt as the policy sees it: BOS first when the tokenizer defines one."""
+    encoded = tokenizer(list(prompts), add_special_tokens=True)["input_ids"]
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        return [list(ids) for ids in encoded]
+    return [list(ids) if ids[:1] == [bos] else [bos, *ids] for ids in encoded]
+
+
+def left_pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-pad token lists: ids (B, L) and attention mask (B, L)."""
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)  # (B, L)
+    mask = torch.zeros(len(sequences), width, dtype=torch.bool)  # (B, L)
+    for i, s in enumerate(sequences):
+        if len(s):
+            ids[i, width - len(s) :] = torch.as_tensor(s, dtype=torch.long)
+            mask[i, width - len(s) :] = True
+    return ids, mask
+
+
+def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
+    """Position ids counting only real tokens (pads get 0): (B, L) -> (B, L)."""
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def _eos_ids(tokenizer, model) -> tuple[int, ...]:
+    """Every token id that ends a completion: the tokenizer's EOS and the model's generation EOS ids."""
+    ids = {tokenizer.eos_token_id}
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+    return tuple(sorted(i for i in ids if i is not None))
+
+
+def single_token_id(tokenizer, text: str) -> int | None:
+    """The id of ``text`` when the tokenizer has one token for it, else None."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    return ids[0] if len(ids) == 1 else None
+
+
+class _Stopper:
+    """Where completions end: EOS, or the answer tag (one token id, or found in the decoded text)."""
+
+    def __init__(self, tokenizer, model, stop_at_answer: bool) -> None:
+        self.eos_ids = _eos_ids(tokenizer, model)
+        self.stop_at_answer = stop_at_answer
+        self.answer_id = single_token_id(tokenizer, ANSWER_CLOSE)
+        self.tokenizer = tokenizer
+        self._pieces: dict[int, str] = {}
+        self._tails: dict[int, str] = {}
+
+    @property
+    def stop_ids(self) -> tuple[int, ...]:
+        """Token ids that end a completion by themselves."""
+        single = (self.answer_id,) if self.stop_at_answer and self.answer_id is not None else ()
+        return self.eos_ids + single
+
+    @property
+    def by_text(self) -> bool:
+        """Whether the answer tag has to be found in decoded text (no single token for it)."""
+        return self.stop_at_answer and self.answer_id is None
+
+    def _piece(self, token: int) -> str:
+        if token not in self._pieces:
+            self._pieces[token] = self.tokenizer.decode([token])
+        return self._pieces[token]
+
+    def _text_hit(self, key: int, token: int) -> bool:
+        """Append one token to sample ``key``'s text tail; True once the tail holds the answer tag."""
+        text = self._tails.get(key, "") + self._piece(token)
+        self._tails[key] = text[-(len(ANSWER_CLOSE) - 1) :]  # enough to complete a tag later
+        return ANSWER_CLOSE in text
+
+    def cut(self, ids: Sequence[int]) -> tuple[list[int], str]:
+        """Truncate one raw completion at its first stop: (ids kept, finish reason)."""
+        self._tails.pop(-1, None)
+        for i, token in enumerate(ids):
+            if token in self.eos_ids:
+                return list(ids[: i + 1]), "eos"
+            if self.stop_at_answer and (
+                token == self.answer_id or (self.by_text and self._text_hit(-1, token))
+            ):
+                return list(ids[: i + 1]), "answer"
+        return list(ids), "length"
+
+    def done(self, tokens: torch.Tensor, rows: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+        """Which of the just-sampled ``tokens`` end their sample: (B,), (B,) sample ids, (B,) live -> (B,)."""
+        stop_ids = torch.tensor(self.stop_ids, dtype=tokens.dtype, device=tokens.device)
+        hit = torch.isin(tokens, stop_ids)  # (B,)
+        if self.by_text:
+            for i in live.nonzero().flatten().tolist():
+                if self._text_hit(int(rows[i]), int(tokens[i])):
+                    hit[i] = True
+        return hit & live
+
+
+def _finish(
+    prompts: list[str],
+    group_size: int,
+    prompt_ids: list[list[int]],
+    raw_ids: list[list[int]],
+    raw_logprobs: list[torch.Tensor],
+    tokenizer,
+    stopper: _Stopper,
+    engine: str,
+) -> Rollouts:
+    """Cut raw completions at their stops, decode them and pack the ``Rollouts``."""
+    cuts = [stopper.cut(ids) for ids in raw_ids]
+    completion_ids = [ids for ids, _ in cuts]
+    logprobs = [
+        lp[: len(ids)].float().cpu().clone() for lp, ids in zip(raw_logprobs, completion_ids, strict=True)
+    ]
+    return Rollouts(
+        prompts=list(prompts),
+        group_size=group_size,
+        prompt_ids=prompt_ids,
+        completion_ids=completion_ids,
+        texts=tokenizer.batch_decode(completion_ids, skip_special_tokens=True),
+        logprobs=logprobs,
+        finish_reasons=[reason for _, reason in cuts],
+        engine=engine,
+    )
+
+
+def _check_inputs(prompts, group_size: int) -> None:
+    """Clear errors for the common mistakes."""
+    if isinstance(prompts, str):
+        raise TypeError("prompts must be a list of strings, not one string")
+    if len(prompts) == 0:
+        raise ValueError("prompts is empty")
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Sampling math: truncation, inverse-CDF draws
+
+
+def filter_top_k_top_p(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Set logits outside the top-k and outside the smallest nucleus of mass ``top_p`` to -inf: (B, V)."""
+    if top_k > 0 and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)  # (B, V)
+        sorted_probs = sorted_logits.softmax(-1)
+        mass_before = sorted_probs.cumsum(-1) - sorted_probs  # (B, V) mass of strictly more likely tokens
+        drop_sorted = mass_before >= top_p  # the most likely token is always kept
+        drop = drop_sorted.scatter(-1, order, drop_sorted)  # (B, V) back in vocabulary order
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+def inverse_cdf_sample(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """Draw one token per row by inverting the CDF at a uniform in [0, 1): (B, V), (B,) -> (B,)."""
+    cdf = probs.double().cumsum(-1)  # (B, V)
+    point = uniforms.double() * cdf[:, -1]  # (B,)
+    tokens = torch.searchsorted(cdf, point[:, None], right=True).squeeze(1)  # (B,)
+    return tokens.clamp(max=probs.shape[-1] - 1)
+
+
+def draw_tokens(
+    logits: torch.Tensor, uniforms: torch.Tensor, config: SamplingConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample from logits with temperature / top-k / top-p: (B, V), (B,) -> tokens (B,), log-probs (B,).
+
+    The log-prob is the behaviour log-prob of the module docstring (before truncation).
+    """
+    logp = torch.log_softmax(logits.float() / config.temperature, dim=-1)  # (B, V)
+    if config.top_k > 0 or config.top_p < 1.0:
+        probs = filter_top_k_top_p(logp, config.top_k, config.top_p).softmax(-1)
+    else:
+        probs = logp.exp()
+    tokens = inverse_cdf_sample(probs, uniforms)  # (B,)
+    return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Full-forward log-probs (the trainer's log pi_theta and the reference model's)
+
+
+@dataclass
+class TokenLogprobs:
+    """Per-token values of N completions, right-padded to the longest one (T)."""
+
+    logprobs: torch.Tensor
+    """(N, T) ``log_softmax(logits / temperature)`` of each completion token; 0 at padding."""
+    mask: torch.Tensor
+    """(N, T) bool, True at real completion tokens."""
+    entropy: torch.Tensor | None = None
+    """(N, T) entropy of the temperature-scaled next-token distribution (when asked for); 0 at padding."""
+
+
+def sequence_logprobs(
+    model,
+    prompt_ids: Sequence[Sequence[int]],
+    completion_ids: Sequence[Sequence[int]],
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    pad_id: int | None = None,
+) -> TokenLogprobs:
+    """Log-probs of each completion given its prompt, from one forward over the whole batch.
+
+    Layout (N, Lp + T): ``[left pad | prompt | completion | right pad]`` with explicit position ids and an
+    attention mask, so padding changes nothing. The autograd graph is kept when called under grad.
+    """
+    if len(prompt_ids) != len(completion_ids):
+        raise ValueError(f"{len(prompt_ids)} prompts for {len(completion_ids)} completions")
+    if any(len(p) == 0 for p in prompt_ids):
+        raise ValueError("every prompt needs at least one token")
+    pad = pad_id if pad_id is not None else (getattr(model.config, "pad_token_id", None) or 0)
+    prompts, prompt_mask = left_pad(prompt_ids, pad)  # (N, Lp)
+    width = max(len(c) for c in completion_ids)
+    completions, completion_mask = left_pad([list(c)[::-1] for c in completion_ids], pad)
+    completions, completion_mask = completions.flip(-1), completion_mask.flip(-1)  # (N, T) right-padded
+    if width == 0:
+        empty = torch.zeros(len(completion_ids), 0)
+        return TokenLogprobs(empty, completion_mask, empty.clone() if with_entropy else None)
+    device = model_device(model)
+    ids = torch.cat([prompts, completions], dim=1).to(device)  # (N, Lp + T)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1).to(device)  # (N, Lp + T)
+    out = model(
+        input_ids=ids,
+        attention_mask=mask.long(),
+        position_ids=positions_from_mask(mask),
+        logits_to_keep=width + 1,
+        use_cache=False,
+    )
+    logits = out.logits[:, :-1].float() / temperature  # (N, T, V): position j predicts completion token j
+    logp_all = torch.log_softmax(logits, dim=-1)  # (N, T, V)
+    targets = completions.to(logits.device)  # (N, T)
+    valid = completion_mask.to(logits.device)  # (N, T)
+    logprobs = logp_all.gather(-1, targets[..., None]).squeeze(-1) * valid  # (N, T)
+    entropy = None
+    if with_entropy:
+        entropy = -(logp_all.exp() * logp_all).sum(-1) * valid  # (N, T)
+    return TokenLogprobs(logprobs=logprobs, mask=valid, entropy=entropy)

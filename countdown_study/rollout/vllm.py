@@ -1,0 +1,135 @@
+"""The ``vllm`` rollout engine (optional extra ``countdown_study[vllm]``): ``VllmRunner``, an in-process
+vLLM engine that takes the policy's current weights before each call, and its helpers.
+
+vLLM is imported only when a runner is built, so the package works without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from countdown_study.rollout.core import _Stopper
+
+VLLM_INSTALL_HINT = "the 'vllm' rollout engine needs vLLM: pip install countdown_study[vllm]"
+"""The message of the ImportError raised when vLLM is not installed."""
+
+
+VLLM_KV_CACHE_BYTES = 1 << 30
+"""KV cache the vLLM engine reserves (on CPU its default is a fraction of all memory, too much when shared)."""
+
+
+@contextmanager
+def _global_rng_preserved() -> Iterator[None]:
+    """Restore Python's, NumPy's and torch's global random states on exit."""
+    python_state, numpy_state = random.getstate(), np.random.get_state()  # noqa: NPY002 (the legacy global)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)  # noqa: NPY002
+
+
+def _import_vllm():
+    """Import vLLM in-process (no engine subprocess), or raise an ImportError naming the extra."""
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    try:
+        import vllm
+    except ImportError as err:
+        raise ImportError(VLLM_INSTALL_HINT) from err
+    return vllm
+
+
+def _untied_state(model) -> dict[str, torch.Tensor]:
+    """The model's weights by checkpoint name, ``lm_head.weight`` always present (vLLM reloads need it)."""
+    state = {name: tensor.detach().contiguous() for name, tensor in model.state_dict().items()}
+    state.setdefault("lm_head.weight", model.get_output_embeddings().weight.detach().contiguous())
+    return state
+
+
+class VllmRunner:
+    """An in-process vLLM engine for one policy architecture; ``sample`` pushes the current weights to it.
+
+    The model is written once to a temporary folder as an untied checkpoint (vLLM reloads into tied
+    embeddings were wrong), and the engine runs without its tokenizer: prompts go in as token ids and
+    completions are decoded by the caller's tokenizer. Behaviour log-probs are vLLM's
+    ``processed_logprobs`` (after temperature): equal to this module's definition when top-k and top-p
+    are off, and those of the truncated distribution otherwise.
+    """
+
+    def __init__(
+        self, model, dtype: str = "bfloat16", max_model_len: int | None = None, **engine_kwargs
+    ) -> None:
+        vllm = _import_vllm()
+        self._folder = tempfile.TemporaryDirectory(prefix="countdown_vllm_")
+        self._write_checkpoint(model, Path(self._folder.name))
+        settings = {
+            "enforce_eager": True,
+            "kv_cache_memory_bytes": VLLM_KV_CACHE_BYTES,
+            "enable_chunked_prefill": False,  # a seeded request split across steps fails on CPU
+            **engine_kwargs,
+        }
+        with _global_rng_preserved():  # in-process vLLM seeds the global generators
+            self.llm = vllm.LLM(
+                model=self._folder.name,
+                skip_tokenizer_init=True,
+                dtype=dtype,
+                max_model_len=max_model_len,
+                distributed_executor_backend="uni",
+                logprobs_mode="processed_logprobs",
+                **settings,
+            )
+
+    @staticmethod
+    def _write_checkpoint(model, folder: Path) -> None:
+        """Save an untied safetensors checkpoint of ``model`` with its config."""
+        from safetensors.torch import save_file
+
+        config = model.config.to_dict()
+        config["tie_word_embeddings"] = False
+        (folder / "config.json").write_text(json.dumps(config))
+        save_file({k: v.clone() for k, v in _untied_state(model).items()}, str(folder / "model.safetensors"))
+
+    def push_weights(self, model) -> None:
+        """Load ``model``'s current weights into the engine and drop cached prefixes."""
+        weights = list(_untied_state(model).items())
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
+
+    def generate(self, stopper: _Stopper, prompt_ids, group_size, config, seed):
+        """Raw completions and log-probs; sample i has its own seed derived from (seed, i)."""
+        vllm = _import_vllm()
+        requests, params = [], []
+        for i, ids in enumerate(p for p in prompt_ids for _ in range(group_size)):
+            requests.append({"prompt_token_ids": list(ids)})
+            params.append(
+                vllm.SamplingParams(
+                    n=1,
+                    temperature=config.temperature,
+                    top_p=config.top_p,
+                    top_k=config.top_k,
+                    max_tokens=config.max_new_tokens,
+                    seed=(seed * 1_000_003 + i) % 2**31,
+                    logprobs=0,
+                    stop_token_ids=list(stopper.stop_ids),
+                    detokenize=False,
+                )
+            )
+        with _global_rng_preserved():
+            outputs = self.llm.generate(requests, params, use_tqdm=False)
+        completions, logprobs = [], []
+        for request in outputs:
+            sample_out = request.outputs[0]
+            tokens = list(sample_out.token_ids)
+            completions.append(tokens)
+            logprobs.append(torch.tensor([sample_out.logprobs[j][t].logprob for j, t in enumerate(tokens)]))
+        return completions, logprobs

@@ -1,0 +1,42 @@
+"""Resumable checkpoints of an RLOO run: weights, optimizer and sampler state after a step, atomic.
+
+A killed run resumes from its last checkpoint and ends with the same results as an uninterrupted one
+(every draw derives from the run seed and the step, never from state the checkpoint lacks).
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from countdown_study.runs.files import atomic_path
+from countdown_study.runs.store import RunStore
+from countdown_study.samplers import Sampler
+
+CHECKPOINT = "last.pt"
+"""File name of an RLOO run's resumable checkpoint under ``checkpoints/``."""
+
+
+def save_checkpoint(store: RunStore, step: int, model, optimizer, sampler: Sampler) -> None:
+    """Everything needed to resume after ``step`` steps, written atomically."""
+    state = {
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "sampler": json.dumps(sampler.state_dict()),
+    }
+    with atomic_path(store.checkpoint_dir / CHECKPOINT) as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(store: RunStore, model, optimizer, sampler: Sampler) -> int:
+    """Restore the last checkpoint; returns the number of steps it covers (0 when there is none)."""
+    path = store.path / "checkpoints" / CHECKPOINT
+    if not path.is_file():
+        return 0
+    state = torch.load(path, weights_only=False, map_location=next(model.parameters()).device)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    sampler.load_state_dict(json.loads(state["sampler"]))
+    return int(state["step"])

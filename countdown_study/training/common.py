@@ -1,0 +1,68 @@
+"""Pieces every kind of run shares: its policy, its tasks, its prompts and its final evaluation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from countdown_study.countdown.load import load_tasks
+from countdown_study.countdown.prompts import format_prompt
+from countdown_study.countdown.splits import dedupe
+from countdown_study.countdown.task import Task
+from countdown_study.evaluation import evaluate as evaluation
+from countdown_study.policy import load_policy, prompt_template
+from countdown_study.runs.files import atomic_path
+from countdown_study.runs.store import RunStore
+from countdown_study.training.specs import DataSpec, EvalSpec
+
+
+def load_run_policy(data: DataSpec):
+    """``(model, tokenizer, template)`` of a run: the policy, its tokenizer, the template it is prompted with."""
+    model, tokenizer = load_policy(data.policy, tokenizer=data.tokenizer)
+    return model, tokenizer, data.template or prompt_template(model)
+
+
+def study_tasks(data: DataSpec) -> tuple[list[Task], list[Task]]:
+    """(training pool, evaluation tasks): evaluation keys removed from the pool, first ``eval_limit`` kept."""
+    held_out = load_tasks(data.eval_tasks)
+    eval_tasks = dedupe(held_out)[: data.eval_limit]
+    all_eval_keys = {t.key for t in held_out}
+    pool = [t for t in load_tasks(data.train_tasks) if t.key not in all_eval_keys]
+    if not pool:
+        raise ValueError(f"the training pool {data.train_tasks!r} is empty after removing evaluation tasks")
+    return pool, eval_tasks
+
+
+def prompts_for(tasks: Sequence[Task], template: str) -> list[str]:
+    """The prompt of each task."""
+    return [format_prompt(t.nums, t.target, template) for t in tasks]
+
+
+def evaluate_run(
+    store: RunStore, spec: EvalSpec, seed: int, model, tokenizer, eval_tasks, template, engine=None
+) -> evaluation.EvalResult:
+    """Evaluate with the run's ``EvalSpec`` and seed (on the run's rollout ``engine`` when it has one)
+    and keep the verdicts in the run store.
+
+    The compact verdict table (kept in git) goes to ``tables/eval.parquet``, raw texts beside it
+    (ignored by git).
+    """
+    result = evaluation.evaluate(
+        model,
+        tokenizer,
+        eval_tasks,
+        n=spec.n,
+        sampling=spec.sampling,
+        seed=seed,
+        template=template,
+        engine=engine,
+    )
+    store.write_table("eval", result.samples.drop(columns=["completion"]))
+    with atomic_path(store.path / "samples.parquet") as tmp:
+        result.samples[["task_index", "sample_index", "completion"]].to_parquet(tmp, index=False)
+    return result
+
+
+def save_final(store: RunStore, model, tokenizer) -> None:
+    """The run's final policy in ``checkpoints/final`` (a ``save_pretrained`` folder)."""
+    model.save_pretrained(store.checkpoint_dir / "final")
+    tokenizer.save_pretrained(store.checkpoint_dir / "final")

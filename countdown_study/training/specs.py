@@ -1,0 +1,70 @@
+"""The config core every run shares: where its data comes from, how it is evaluated, what it adds.
+
+``DataSpec`` (policy, tokenizer, template, training pool, held-out evaluation source and size) and
+``EvalSpec`` (samples per task, sampling) are nested in every run config (RLOO ``TrainConfig``,
+``IPOConfig``, the evaluation-only ``EvalRunConfig``) and in the study presets, so the paper road
+(``policy`` + ``tokenizer`` + ``template``) passes through every kind of run the same way, and a run's
+id covers all of it. ``AuxLossSpec`` names an auxiliary objective (report 003's VCC) with its
+settings: a field of the RLOO config, so two runs with different auxiliary settings never share a
+run folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from countdown_study.evaluation.evaluate import EVAL_SAMPLING
+from countdown_study.rollout import SamplingConfig
+
+TRAIN_POOL = "generated:20000:1"
+"""The study's training pool: 20,000 generated tasks (seed 1); evaluation keys are removed from it."""
+HELD_OUT = "generated:1000:0"
+"""The held-out evaluation source: 1,000 generated tasks (seed 0), never seen by the embedded SFT stage."""
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Where a run's policy, prompts and tasks come from."""
+
+    policy: str = "embedded"
+    """Starting policy (and frozen reference): ``embedded``, a Hugging Face id or a folder."""
+    tokenizer: str | None = None
+    """Where the tokenizer comes from, if not the policy (the paper road: ``Qwen/Qwen2.5-0.5B``)."""
+    template: str | None = None
+    """Prompt template; None: the policy's own (``compact`` for the embedded model)."""
+    train_tasks: str = TRAIN_POOL
+    """Training pool source (``load_tasks``); tasks sharing a key with the evaluation source are removed."""
+    eval_tasks: str = HELD_OUT
+    """Held-out evaluation source."""
+    eval_limit: int = 500
+    """How many distinct evaluation tasks to use, from the start of ``eval_tasks``."""
+
+    def __post_init__(self) -> None:
+        if self.eval_limit < 1:
+            raise ValueError(f"eval_limit must be at least 1, got {self.eval_limit}")
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """How a run's final policy is evaluated on the held-out tasks."""
+
+    n: int = 16
+    """Samples per evaluation task."""
+    sampling: SamplingConfig = field(default_factory=lambda: EVAL_SAMPLING)
+    """Evaluation sampling (the reports': temperature 0.6, top-p 0.95, top-k 20, whole rollouts)."""
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ValueError(f"evaluation needs at least 1 sample per task, got n={self.n}")
+
+
+@dataclass(frozen=True)
+class AuxLossSpec:
+    """An auxiliary objective added to the RLOO loss, by registered name (``training.aux.AUX_LOSSES``)."""
+
+    name: str
+    """Registered name of the objective."""
+    coef: float = 1.0
+    """Weight of its loss in the batch loss."""
+    options: dict = field(default_factory=dict)
+    """Its other settings (keyword arguments of its builder)."""
