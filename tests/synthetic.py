@@ -11,4 +11,7 @@ def grades_of(rewards) -> Grades:
     rewards = np.asarray(rewards, dtype=np.float64)
     correct = rewards >= 1.0
     reasons = np.where(correct, Reason.OK, Reason.WRONG_VALUE).astype(object)
-    return Grades(rewards, correct, reasons, np.where(correct, 0, -1), np.ones(rewards.shape, dtype=np.int64))
+    spans = np.ones(rewards.shape, dtype=np.int64)
+    return Grades(
+        rewards, correct, reasons, np.where(correct, 0, -1), spans, np.ones(rewards.shape, dtype=bool)
+    )

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdown_study.countdown.grading import Grade, Grades, grade, grade_batch
+from countdown_study.countdown.grading import Grades, grade, grade_batch
 from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN, answer_span
 from countdown_study.countdown.task import Task
 from countdown_study.countdown.verifier import Reason, compute_score, scan_answers, verify
@@ -50,15 +50,20 @@ CASES = [
     ids=[case[0] for case in CASES],
 )
 def test_table(text, format_score, score, reward, correct, reason, first, spans):
-    expected = Grade(reward, correct, reason, first, spans)
-    assert grade(text, TASK, format_score, score) == expected
+    got = grade(text, TASK, format_score, score)
+    assert (got.reward, got.correct, got.reason, got.first_verifying, got.answer_spans) == (
+        reward, correct, reason, first, spans,
+    )  # fmt: skip
+    scan = scan_answers(text, TASK.nums, TASK.target, format_score, score)
+    assert got.well_formed == verify(text, TASK.nums, TASK.target, format_score, score).well_formed
+    assert got.first_verifying_end == (-1 if scan.first_correct is None else scan.first_correct.end)
     truth = {"target": TASK.target, "numbers": list(TASK.nums)}
     assert compute_score(text, truth, format_score, score) == reward
     assert (compute_score(text, truth, format_score, score) >= score) == correct
     batch = grade_batch([text], [TASK], 1, format_score, score)
     assert batch.rewards.tolist() == [[reward]] and batch.correct.tolist() == [[correct]]
     assert batch.reasons.tolist() == [[reason]] and batch.first_verifying.tolist() == [[first]]
-    assert batch.answer_spans.tolist() == [[spans]]
+    assert batch.answer_spans.tolist() == [[spans]] and batch.well_formed.tolist() == [[got.well_formed]]
 
 
 def test_format_score_is_an_argument():

@@ -35,6 +35,10 @@ class Grade:
     """Index of the first answer span that verifies, or -1 when none does."""
     answer_spans: int
     """How many answer spans the graded text holds."""
+    well_formed: bool
+    """Whether the final answer span parses as an expression (right or wrong)."""
+    first_verifying_end: int
+    """End offset of the first verifying answer span, -1 when none does."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Grades:
     """Index of the first answer span that verifies, -1 when none does.  # (P, G) int64"""
     answer_spans: np.ndarray
     """Number of answer spans.  # (P, G) int64"""
+    well_formed: np.ndarray
+    """Whether the final answer span parses.  # (P, G) bool"""
 
 
 def grade(text: str, task: Task, format_score: float = 0.1, score: float = 1.0) -> Grade:
@@ -64,6 +70,8 @@ def grade(text: str, task: Task, format_score: float = 0.1, score: float = 1.0) 
         reason=verdict.reason,
         first_verifying=-1 if first is None else first.index,
         answer_spans=len(scan.spans),
+        well_formed=verdict.well_formed,
+        first_verifying_end=-1 if first is None else first.end,
     )
 
 
@@ -91,6 +99,7 @@ def grade_batch(
     reasons = np.empty(shape, dtype=object)
     first_verifying = np.full(shape, -1, dtype=np.int64)
     answer_spans = np.zeros(shape, dtype=np.int64)
+    well_formed = np.zeros(shape, dtype=bool)
     for i, text in enumerate(texts):
         p, g = divmod(i, group_size)
         one = grade(text, tasks[p], format_score, score)
@@ -99,4 +108,5 @@ def grade_batch(
         reasons[p, g] = one.reason
         first_verifying[p, g] = one.first_verifying
         answer_spans[p, g] = one.answer_spans
-    return Grades(rewards, correct, reasons, first_verifying, answer_spans)
+        well_formed[p, g] = one.well_formed
+    return Grades(rewards, correct, reasons, first_verifying, answer_spans, well_formed)

@@ -1,7 +1,8 @@
 """The per-sample verdict table: one row per (task, sample) from completion texts (no torch).
 
 Final-answer columns come from the verifier's last answer span, report 003's columns from every
-answer span (``scan_answers``). ``passk.summarize`` and ``passk.problem_table`` read this table.
+answer span, in one pass (``countdown.grading.grade``). ``passk.summarize`` and
+``passk.problem_table`` read this table.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from countdown_study.countdown.grading import grade
 from countdown_study.countdown.task import Task
-from countdown_study.countdown.verifier import scan_answers, verify
 
 SAMPLE_COLUMNS = (
     "task_index",
@@ -48,18 +49,16 @@ def grade_samples(
 ) -> pd.DataFrame:
     """Grade ``n`` completions per task (``texts`` flattened task-major: sample ``i * n + j``).
 
-    One row per sample; columns ``SAMPLE_COLUMNS`` (+ ``tier``). Final-answer columns come from
-    ``verifier.verify`` (the last answer span); ``answer_spans``, ``first_verifying_correct`` and
-    ``first_correct_end`` from ``verifier.scan_answers`` (report 003).
+    One row per sample; columns ``SAMPLE_COLUMNS`` (+ ``tier``), all from one ``countdown.grading.grade``
+    per completion: final-answer columns from the last answer span, ``answer_spans``,
+    ``first_verifying_correct`` and ``first_correct_end`` from every span (report 003).
     """
     if len(texts) != len(tasks) * n:
         raise ValueError(f"{len(texts)} completions for {len(tasks)} tasks x n={n}")
     rows = []
     for flat, text in enumerate(texts):
         task = tasks[flat // n]
-        verdict = verify(text, task.nums, task.target)
-        scan = scan_answers(text, task.nums, task.target)
-        first = scan.first_correct
+        graded = grade(text, task)
         rows.append(
             {
                 "task_index": flat // n,
@@ -67,13 +66,13 @@ def grade_samples(
                 "target": task.target,
                 "num_count": task.num_count,
                 "sample_index": flat % n,
-                "reward": verdict.reward,
-                "correct": verdict.correct,
-                "well_formed": verdict.well_formed,
-                "reason": str(verdict.reason),
-                "answer_spans": len(scan.spans),
-                "first_verifying_correct": first is not None,
-                "first_correct_end": -1 if first is None else first.end,
+                "reward": graded.reward,
+                "correct": graded.correct,
+                "well_formed": graded.well_formed,
+                "reason": str(graded.reason),
+                "answer_spans": graded.answer_spans,
+                "first_verifying_correct": graded.first_verifying >= 0,
+                "first_correct_end": graded.first_verifying_end,
                 "completion_tokens": -1 if completion_tokens is None else int(completion_tokens[flat]),
                 "finish_reason": "" if finish_reasons is None else finish_reasons[flat],
                 "completion": text,

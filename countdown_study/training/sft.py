@@ -16,8 +16,9 @@ An unfinished run resumes from its checkpoint and ends with the weights of an un
 
 A checkpoint of another run whose schedule differs only in length (``steps``, ``decay_fraction``)
 continues into this run's schedule when it lies before both decay starts (``resume_from``): the steps
-up to there are the same computation. It does not change the run id (the weights are those of a run
-started afresh); the run records it in ``resumed_from.json``.
+up to there are the same computation. It does not change the run id (the weights are those a run of
+this config trains from step 0); the run records it in ``resumed_from.json`` and copies the other run's
+step-log lines before the checkpoint.
 
 ``countdown-study sft --ship`` (``cli.sft``) trains the shipped config (``SFTConfig`` defaults) and
 ``ship`` copies its weights to ``paths.EMBEDDED_CHECKPOINT_DIR`` with ``sft.json``.

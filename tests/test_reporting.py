@@ -1,0 +1,109 @@
+"""Reporting: tables and figures round-trip into a folder with their provenance sidecars, figures show
+in a notebook only when asked (or inside a kernel), and the package imports without torch."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from countdown_study.reporting import outputs, plots
+
+META = {"notebook": "00_test", "preset": "tiny", "runs": [{"method": "A", "seed": 0, "run_id": "rloo-abc"}]}
+
+
+@pytest.fixture
+def curves():
+    k = [1, 2, 4]
+    return pd.DataFrame(
+        {"method": ["A"] * 3 + ["B"] * 3, "k": k * 2, "pass@k": [0.2, 0.3, 0.4, 0.1, 0.2, 0.3]}
+    ).assign(ci_low=lambda t: t["pass@k"] - 0.05, ci_high=lambda t: t["pass@k"] + 0.05)
+
+
+@pytest.fixture
+def steps():
+    rng = np.random.default_rng(0)
+    rows = []
+    for method in ("A", "B"):
+        for step in range(6):
+            rows.append({"method": method, "seed": 0, "step": step, "reward_mean": rng.random(),
+                         "exact_rate": rng.random(), "batch_easy": rng.integers(1, 5),
+                         "batch_hard": rng.integers(0, 5), "sampler_ema": rng.random()})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_save_table_round_trip(tmp_path):
+    table = pd.DataFrame({"method": ["A", "B"], "pass@1": [0.25, 0.5]})
+    csv = outputs.save_table(table, "demo", META, folder=tmp_path)
+    assert csv == tmp_path / "demo.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(csv), table)
+    assert (tmp_path / "demo.md").read_text().startswith("| method")
+    meta = json.loads((tmp_path / "demo.meta.json").read_text())
+    assert "git_sha" in meta and "git_dirty" in meta and meta["written"]
+    assert {k: meta[k] for k in META} == META
+
+
+def test_save_figure_round_trip(tmp_path, curves):
+    png = outputs.save_figure(plots.pass_at_k_figure(curves), "curves", META, folder=tmp_path)
+    assert png == tmp_path / "curves.png"
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 1000
+    assert (tmp_path / "curves.pdf").read_bytes().startswith(b"%PDF")
+    meta = json.loads((tmp_path / "curves.meta.json").read_text())
+    assert "git_sha" in meta and {k: meta[k] for k in META} == META
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curves.meta.json", "curves.pdf", "curves.png"]
+
+
+def test_figures_show_in_a_notebook_only(tmp_path, curves, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    assert not outputs.in_notebook()  # pytest is no kernel: nothing is displayed by default
+    outputs.save_figure(plots.pass_at_k_figure(curves), "quiet", folder=tmp_path)
+    assert shown == []
+    png = outputs.save_figure(plots.pass_at_k_figure(curves), "shown", folder=tmp_path, show=True)
+    (image,) = shown
+    assert isinstance(image, IPython.display.Image) and image.format == "png"
+    assert image.data.startswith(b"\x89PNG") and len(image.data) < png.stat().st_size  # a smaller PNG
+
+
+def test_plots_leave_no_figure_open_in_pyplot(curves, steps):
+    import matplotlib.pyplot as plt
+
+    before = plt.get_fignums()
+    table = pd.DataFrame(
+        {"method": ["A", "A", "B", "B"], "num_count": [3, 4, 3, 4], "pass@1": [0.5, 0.2, 0.6, 0.1]}
+    )
+    dv = pd.DataFrame(
+        {"target": [10, 20, 30, 40], "solution_count": [1, 5, 9, 128], "num_count": [3, 3, 4, 4]}
+    )
+    figures = [
+        plots.pass_at_k_figure(curves),
+        plots.grouped_bars(table, "num_count"),
+        plots.training_curves(steps),
+        plots.occupancy_figure(steps),
+        plots.sampler_stats_figure(steps),
+        plots.sampler_stats_figure(steps.drop(columns="sampler_ema")),
+        plots.histogram_grid(dv, ["target", "solution_count"], hue="num_count", bins=4),
+    ]
+    assert all(f.axes for f in figures)
+    assert plt.get_fignums() == before
+    hist = figures[-1].axes[0]
+    assert [t.get_text() for t in hist.get_legend().get_texts()] == ["3", "4"]
+
+
+def test_reporting_imports_without_torch():
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "import countdown_study.reporting.outputs, countdown_study.reporting.plots, "
+        "countdown_study.reporting.references\n"
+        "print(sorted(m for m in ('torch', 'seaborn', 'scipy', 'IPython') if sys.modules.get(m)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
