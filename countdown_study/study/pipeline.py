@@ -14,6 +14,7 @@ the papermill metadata of a copy names its notebook and copy by relative path, n
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -92,7 +93,7 @@ def execute_notebook(
             kernel_name=kernel,
             cwd=str(notebook.parent),
             progress_bar=progress,
-            km=kernel_manager(kernel),
+            kernel_manager_class=kernel_manager_class(),
         )
     except pm.PapermillExecutionError as err:  # a cell raised: the executed copy shows where
         error = f"{err.ename}: {err.evalue}"
@@ -107,22 +108,30 @@ def execute_notebook(
     return NotebookRun(notebook.name, False, time.time() - start, str(tmp), error)
 
 
-def kernel_manager(kernel: str = "python3"):
-    """A kernel manager for ``kernel`` whose kernel starts with ``KERNEL_ENVIRONMENT`` added.
+@functools.cache
+def kernel_manager_class() -> type:
+    """The kernel manager of every notebook run: its kernel starts with ``KERNEL_ENVIRONMENT`` added.
 
-    The variables go into this manager's copy of the kernel spec, so neither this process's
-    environment nor the installed kernel spec changes.
+    The variables go into the manager's own copy of the kernel spec (the launch environment is the
+    inherited one plus the spec's ``env``), so neither this process's environment nor the installed
+    kernel spec changes. nbclient creates, owns and shuts down each manager as usual.
     """
     from jupyter_client.manager import AsyncKernelManager
 
-    manager = AsyncKernelManager(kernel_name=kernel)
-    spec = manager.kernel_spec  # loaded once and kept: the kernel is launched from this object
-    env = {**spec.env, **KERNEL_ENVIRONMENT}
-    inherited = spec.env.get("PYTHONWARNINGS") or os.environ.get("PYTHONWARNINGS")
-    if inherited:  # the spec's variables replace the inherited ones: keep the caller's filters too
-        env["PYTHONWARNINGS"] = f"{inherited},{KERNEL_ENVIRONMENT['PYTHONWARNINGS']}"
-    spec.env = env
-    return manager
+    class StudyKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            spec = super().kernel_spec
+            if spec is not None and not getattr(spec, "_study_environment", False):
+                env = {**spec.env, **KERNEL_ENVIRONMENT}
+                inherited = spec.env.get("PYTHONWARNINGS") or os.environ.get("PYTHONWARNINGS")
+                if inherited:  # the spec's variables replace inherited ones: keep the caller's filters
+                    env["PYTHONWARNINGS"] = f"{inherited},{KERNEL_ENVIRONMENT['PYTHONWARNINGS']}"
+                spec.env = env
+                spec._study_environment = True
+            return spec
+
+    return StudyKernelManager
 
 
 def _relative_papermill_paths(copy: Path, notebook: Path, final: Path) -> None:

@@ -1,0 +1,158 @@
+"""Method rows per report and running a study: every (method, seed) through the run store.
+
+A study is a list of ``Method`` rows (the SFT starting policy, IPO, or RLOO with a sampler) run at a
+``StudyPreset``; identical configs share one run in the store (the uniform RLOO baseline is trained
+once and reused by every notebook). ``run_study`` returns a ``StudyResult``: the per-sample verdict
+tables and step logs of every (method, seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from countdown_study.runs.store import RunBusyError, RunStore
+from countdown_study.study.presets import StudyPreset, evaluate_policy_run, study_preset
+from countdown_study.training.ipo import train_ipo
+from countdown_study.training.loop import train
+
+# ---------------------------------------------------------------------------------------------------
+# Methods and studies
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Method:
+    """One row of a study."""
+
+    name: str
+    """Label in tables and figures."""
+    kind: str = "rloo"
+    """``sft`` (evaluate the starting policy), ``ipo`` or ``rloo``."""
+    sampler: str = "uniform"
+    """RLOO sampler name."""
+    options: dict = field(default_factory=dict)
+    """Sampler options (``total_steps`` is filled in from the preset when the sampler takes it)."""
+    changes: dict = field(default_factory=dict)
+    """Other ``TrainConfig`` fields to change (e.g. ``format_score``)."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("sft", "ipo", "rloo"):
+            raise ValueError(f"unknown method kind {self.kind!r}; choose sft, ipo or rloo")
+
+
+EMBEDDED_MODEL = "embedded 3.4M Qwen2 (SFT by this package)"
+"""How tables name the policy behind our numbers."""
+
+SFT = Method("SFT", kind="sft")
+IPO = Method("IPO", kind="ipo")
+UNIFORM = Method("RLOO uniform", sampler="uniform")
+UNIFORM_REPLACEMENT = Method("RLOO uniform (with replacement)", sampler="uniform_replacement")
+
+REPORT_000 = (
+    Method("Fixed v1", sampler="fixed_v1"),
+    Method("Fixed v2", sampler="fixed_v2"),
+    Method("Adaptive v1", sampler="adaptive_v1"),
+    Method("Adaptive v2", sampler="adaptive_v2"),
+)
+"""Report 000's Table 1 rows (compared with ``UNIFORM``)."""
+
+_BINARY = {"format_score": 0.0}
+REPORT_001 = (
+    Method("RLOO uniform (binary reward)", sampler="uniform", changes=_BINARY),
+    Method("Sliding window", sampler="sliding_window", changes=_BINARY),
+    Method("Staged thirds", sampler="staged_thirds", changes=_BINARY),
+)
+"""Report 001's comparison, all with its binary reward; the first row is the baseline."""
+
+
+def run_method(
+    method: Method, preset: StudyPreset, seed: int, root=None, progress: bool = True, wait: bool = True
+) -> RunStore:
+    """Run (or load) one method at one seed; ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
+    if method.kind == "sft":
+        return evaluate_policy_run(preset.eval_config(seed), root=root, wait=wait)
+    if method.kind == "ipo":
+        return train_ipo(preset.ipo_config(seed), root=root, progress=progress, wait=wait)
+    options = dict(method.options)
+    if method.sampler in ("staged_thirds", "solution_count_staged"):
+        options.setdefault("total_steps", preset.steps)
+    config = preset.train_config(method.sampler, seed, sampler_options=options, **method.changes)
+    return train(config, root=root, progress=progress, wait=wait)
+
+
+def run_all(
+    methods: Sequence[Method], preset: StudyPreset, root=None, progress: bool = True
+) -> dict[tuple[str, int], RunStore]:
+    """Every (method, seed) run, finished or loaded; runs that another process holds are done last.
+
+    Studies running in parallel (``countdown-study run --jobs 2``) share runs such as the uniform
+    baseline: each takes the runs nobody holds first, then waits for the rest.
+    """
+    pending = [(method, seed) for method in methods for seed in preset.seeds]
+    stores: dict[tuple[str, int], RunStore] = {}
+    while pending:
+        busy = []
+        for method, seed in pending:
+            try:
+                stores[method.name, seed] = run_method(method, preset, seed, root, progress, wait=False)
+            except RunBusyError:
+                busy.append((method, seed))
+        if busy and len(busy) == len(pending):  # all held elsewhere: wait for the first
+            method, seed = busy.pop(0)
+            stores[method.name, seed] = run_method(method, preset, seed, root, progress, wait=True)
+        pending = busy
+    return stores
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """Every (method, seed) run of a study and their verdict tables."""
+
+    preset: StudyPreset
+    """The preset the study ran at."""
+    runs: pd.DataFrame
+    """One row per (method, seed): run id, path, kind, status."""
+    samples: pd.DataFrame
+    """Every per-sample verdict row, with ``method`` and ``seed`` columns."""
+    steps: pd.DataFrame
+    """Every RLOO step-log row, with ``method`` and ``seed`` columns."""
+    methods: tuple[str, ...]
+    """Method names in study order."""
+
+
+def run_study(
+    methods: Sequence[Method], preset: StudyPreset | str, root=None, progress: bool = True
+) -> StudyResult:
+    """Run every method at every seed of ``preset`` (reusing finished runs) and gather the results."""
+    preset = study_preset(preset) if isinstance(preset, str) else preset
+    names = [m.name for m in methods]
+    if len(set(names)) != len(names):
+        raise ValueError(f"method names must be unique, got {names}")
+    stores = run_all(methods, preset, root=root, progress=progress)
+    runs, samples, steps = [], [], []
+    for method in methods:
+        for seed in preset.seeds:
+            store = stores[method.name, seed]
+            runs.append({"method": method.name, "seed": seed, "kind": method.kind, "run_id": store.run_id,
+                         "path": str(store.path), **_provenance_fields(store)})  # fmt: skip
+            table = store.read_table("eval")
+            samples.append(table.assign(method=method.name, seed=seed))
+            log = store.read_steps()
+            if log and method.kind == "rloo":
+                steps.append(pd.DataFrame(log).assign(method=method.name, seed=seed))
+    return StudyResult(
+        preset=preset,
+        runs=pd.DataFrame(runs),
+        samples=pd.concat(samples, ignore_index=True),
+        steps=pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
+        methods=tuple(names),
+    )
+
+
+def _provenance_fields(store: RunStore) -> dict[str, Any]:
+    record = store.provenance()
+    return {key: record.get(key) for key in ("git_sha", "git_dirty", "started", "finished", "torch_threads")}

@@ -1,0 +1,162 @@
+"""Study presets (``tiny``, ``quick``, ``full``) and the evaluation-only run of the starting policy.
+
+Every method of every notebook at one preset shares its training pool, evaluation tasks, sampling and
+seeds, so per-problem results pair up across methods and notebooks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from functools import partial
+from typing import Any
+
+from countdown_study.evaluation.evaluate import EVAL_SAMPLING
+from countdown_study.policy import policy_identity
+from countdown_study.rollout import SamplingConfig
+from countdown_study.runs.store import RunStore
+from countdown_study.training.common import evaluate_run, load_run_policy, study_tasks
+from countdown_study.training.ipo import IPOConfig
+from countdown_study.training.loop import TrainConfig
+from countdown_study.training.specs import DataSpec, EvalSpec
+
+# ---------------------------------------------------------------------------------------------------
+# Presets
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StudyPreset:
+    """Size of a study; every method of every notebook at one preset shares these."""
+
+    name: str
+    """Preset name."""
+    seeds: tuple[int, ...]
+    """Training seeds; each method runs once per seed."""
+    steps: int
+    """RLOO steps per run."""
+    prompts_per_step: int
+    """P, prompts per step."""
+    group_size: int
+    """G, samples per prompt."""
+    eval_limit: int
+    """Shared held-out evaluation tasks."""
+    eval_n: int
+    """Samples per evaluation task."""
+    max_new_tokens: int = 96
+    """Generation budget in training and evaluation."""
+    data: DataSpec = field(default_factory=DataSpec)
+    """Starting policy (tokenizer, template) of every method, training pool, held-out evaluation source;
+    its ``eval_limit`` is replaced by this preset's."""
+    ipo_prompts: int = 512
+    """Prompts sampled for IPO pairs."""
+    survey_tasks: int = 20_000
+    """Generated tasks surveyed by the task-and-solver notebook."""
+    threads: int = 2
+    """torch threads of every run (part of its config): 2 for one study at a time on 2 cores, 1 for
+    studies run side by side (``countdown-study run --jobs 2``)."""
+
+    @property
+    def run_data(self) -> DataSpec:
+        """The data of every run at this preset (``data`` with the preset's evaluation size)."""
+        return replace(self.data, eval_limit=self.eval_limit)
+
+    @property
+    def run_eval(self) -> EvalSpec:
+        """The evaluation of every run at this preset (the reports' sampling, the preset's budget)."""
+        return EvalSpec(self.eval_n, replace(EVAL_SAMPLING, max_new_tokens=self.max_new_tokens))
+
+    def train_config(self, sampler: str = "uniform", seed: int = 0, **changes: Any) -> TrainConfig:
+        """The RLOO run of ``sampler`` at this preset (CPU preset otherwise)."""
+        sampling = SamplingConfig(max_new_tokens=self.max_new_tokens, dtype="bfloat16")
+        base = TrainConfig(
+            data=self.run_data,
+            eval=self.run_eval,
+            sampler=sampler,
+            steps=self.steps,
+            prompts_per_step=self.prompts_per_step,
+            group_size=self.group_size,
+            sampling=sampling,
+            checkpoint_every=max(1, min(10, self.steps)),
+            seed=seed,
+            threads=self.threads,
+        )
+        return replace(base, **changes)
+
+    def ipo_config(self, seed: int = 0) -> IPOConfig:
+        """The IPO reference run at this preset."""
+        return IPOConfig(
+            data=self.run_data, eval=self.run_eval, prompts=self.ipo_prompts, group_size=self.group_size,
+            sampling=self.train_config(seed=seed).sampling, seed=seed, threads=self.threads,
+        )  # fmt: skip
+
+    def eval_config(self, seed: int = 0) -> EvalRunConfig:
+        """The evaluation of the starting policy (the SFT row) at this preset."""
+        return EvalRunConfig(data=self.run_data, eval=self.run_eval, seed=seed, threads=self.threads)
+
+
+STUDY_PRESETS: dict[str, StudyPreset] = {
+    # Seconds: exercises every code path of a notebook (tests).
+    "tiny": StudyPreset("tiny", seeds=(0,), steps=2, prompts_per_step=4, group_size=4, eval_limit=6, eval_n=16,
+                        max_new_tokens=48, data=DataSpec(train_tasks="generated:500:1"), ipo_prompts=16,
+                        survey_tasks=300, threads=1),
+    # Minutes on 2 cores: one seed, 20 RLOO steps of 16 prompts x 8, 100 shared tasks x 16.
+    "quick": StudyPreset("quick", seeds=(0,), steps=20, prompts_per_step=16, group_size=8, eval_limit=100,
+                         eval_n=16, ipo_prompts=256),
+    # The paper: 3 seeds, the CPU preset (60 steps of 32 x 8), 500 shared tasks x 16 samples; one thread
+    # per run, two studies side by side (`--jobs 2`: 1.09x the RLOO steps per minute of one two-thread
+    # run, benchmarks/results/parallel_runs.json).
+    "full": StudyPreset("full", seeds=(0, 1, 2), steps=60, prompts_per_step=32, group_size=8, eval_limit=500,
+                        eval_n=16, survey_tasks=490_000, threads=1),
+}  # fmt: skip
+"""Study sizes by name."""
+
+
+DATA_FIELDS = tuple(f.name for f in fields(DataSpec) if f.name != "eval_limit")
+"""``DataSpec`` fields ``study_preset`` accepts by name (``policy``, ``tokenizer``, ``template``, ...)."""
+
+
+def study_preset(name: str, **changes: Any) -> StudyPreset:
+    """The named study preset with some fields changed; unknown names fail.
+
+    ``DataSpec`` fields may be given by name (``study_preset("full", policy=..., tokenizer=...)``, the
+    paper road); they change the preset's ``data``.
+    """
+    if name not in STUDY_PRESETS:
+        raise ValueError(f"unknown study preset {name!r}; choose one of {sorted(STUDY_PRESETS)}")
+    preset = STUDY_PRESETS[name]
+    data = {key: changes.pop(key) for key in DATA_FIELDS if key in changes}
+    return replace(preset, data=replace(preset.data, **data), **changes)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Evaluating a policy without training (the SFT row)
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalRunConfig:
+    """Evaluate a policy on the study's held-out tasks, stored like a training run."""
+
+    data: DataSpec = field(default_factory=DataSpec)
+    """Policy to evaluate and the held-out tasks (the training pool is unused; the split is the training
+    runs')."""
+    eval: EvalSpec = field(default_factory=EvalSpec)
+    """Samples per task and evaluation sampling."""
+    seed: int = 0
+    """Sampling seed."""
+    threads: int = 2
+    """torch threads."""
+
+
+def evaluate_policy_run(config: EvalRunConfig, root=None, wait: bool = True) -> RunStore:
+    """Evaluate ``config.policy`` once and keep the verdict table in the run store (see ``train.train``)."""
+    store = RunStore.open(config, root=root, prefix="eval", identity=policy_identity(config.data.policy))
+    return store.complete(partial(evaluate_policy, config), threads=config.threads, wait=wait)
+
+
+def evaluate_policy(config: EvalRunConfig, store: RunStore) -> dict:
+    """The body of an evaluation run: evaluate the policy, keep its verdict table, return the summary."""
+    model, tokenizer, template = load_run_policy(config.data)
+    _, eval_tasks = study_tasks(config.data)
+    result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template)
+    return {"eval": result.summary}
