@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from countdown_study.countdown.grading import grade_batch
 from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
 from countdown_study.policy import load_policy, policy_identity
-from countdown_study.rollout import SamplingConfig, make_engine, sequence_logprobs
+from countdown_study.rollout import SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
 from countdown_study.training.common import (
@@ -120,7 +120,7 @@ def fit_ipo(
             chunk = [pairs[i] for i in perm[start : start + config.batch_pairs]]
             both = [p.chosen for p in chunk] + [p.rejected for p in chunk]  # (2k,) chosen first
             batch = ([ids[i] for i in both], [completions[i] for i in both])
-            with torch.autocast("cpu", dtype=torch.bfloat16):
+            with torch.autocast(model_device(model).type, dtype=torch.bfloat16):
                 scores = _sequence_scores(model, *batch, config.length_normalize).float()  # (2k,)
                 with torch.no_grad():
                     ref = _sequence_scores(ref_model, *batch, config.length_normalize).float()  # (2k,)

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 from countdown_study.countdown.grading import Grades, grade_batch
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.policy import load_policy, policy_identity
-from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, sequence_logprobs
+from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
@@ -172,7 +172,8 @@ def policy_update(
 ) -> dict[str, float]:
     """Accumulate the RLOO loss over length-grouped micro-batches of the P * G sequences, clip, step."""
     model.train()
-    flat_adv = advantages.reshape(-1)  # (N,)
+    device = model_device(model)
+    flat_adv = advantages.reshape(-1).to(device)  # (N,)
     prompt_ids = rollouts.sample_prompt_ids
     completion_ids = rollouts.completion_ids
     total = rollouts.num_samples
@@ -182,7 +183,7 @@ def policy_update(
         weight = len(chunk) / total
         prompts = [prompt_ids[i] for i in chunk]
         completions = [completion_ids[i] for i in chunk]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.autocast):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.autocast):
             current = sequence_logprobs(
                 model,
                 prompts,
@@ -196,7 +197,9 @@ def policy_update(
                     reference = sequence_logprobs(
                         ref_model, prompts, completions, config.sampling.temperature
                     ).logprobs
-        behaviour = _pad_right([rollouts.logprobs[i] for i in chunk], current.logprobs.shape[1])  # (n, T)
+        behaviour = _pad_right([rollouts.logprobs[i] for i in chunk], current.logprobs.shape[1]).to(
+            device
+        )  # (n, T)
         loss, stats = rloo_loss(
             current.logprobs,
             current.mask,

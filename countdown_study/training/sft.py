@@ -41,7 +41,7 @@ from countdown_study.countdown import load_tasks
 from countdown_study.evaluation.evaluate import evaluate
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
-from countdown_study.rollout import SamplingConfig
+from countdown_study.rollout import SamplingConfig, model_device
 from countdown_study.runs.files import atomic_path, atomic_write_json, atomic_write_text
 from countdown_study.runs.provenance import git_state
 from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
@@ -191,7 +191,7 @@ def train_step_gradients(
     loss = torch.zeros(())
     for bucket in length_buckets([len(ids) for ids, _ in encoded], num_buckets):
         batch = collate([encoded[i] for i in bucket], tokenizer.pad_token_id)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(model_device(model).type, dtype=torch.bfloat16):
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         summed, _ = completion_loss_sum(logits, batch["input_ids"], batch["loss_mask"])
         part = summed / total_tokens
