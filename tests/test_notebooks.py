@@ -1,14 +1,16 @@
-"""Every study notebook runs top to bottom through papermill at the tiny preset, and the pipeline
-reports a failing notebook without stopping the others."""
+"""Every study notebook runs top to bottom through papermill at the tiny preset into copies worth
+reading (their figures, no progress bars, no folders), and the pipeline reports a failing notebook
+without stopping the others."""
 
 import json
 import os
+import re
 
 import nbformat
 import pytest
 
-from countdown_study.paths import notebooks_dir
-from countdown_study.study.pipeline import list_notebooks, run_notebooks
+from countdown_study.paths import notebooks_dir, project_root
+from countdown_study.study.pipeline import KERNEL_ENVIRONMENT, list_notebooks, run_notebooks
 
 NOTEBOOKS = list_notebooks()
 
@@ -36,6 +38,31 @@ def test_notebooks_are_thin_and_committed_without_outputs():
         assert not any(
             line.lstrip().startswith(("def ", "class ")) for c in code for line in c.source.splitlines()
         )
+        opening = code[1].source  # one library call after the parameters: the preset, runs and meta
+        assert re.search(r"^(result|P), meta = (run_notebook_study|notebook_preset)\(", opening, re.M), (
+            path.name
+        )
+        assert "countdown_study.study.notebook import" in opening, path.name
+
+
+def _saved_figures(path):
+    """How many figures a notebook saves (calls of ``outputs.save_figure``)."""
+    nb = nbformat.read(path, as_version=4)
+    return sum(c.source.count("outputs.save_figure(") for c in nb.cells if c.cell_type == "code")
+
+
+def _check_executed_copy(path, results):
+    """The executed copy shows every saved figure, holds no progress bar and names no folder."""
+    text = path.read_text()
+    assert len(text) < 1_000_000, f"{path.name}: {len(text)} bytes"
+    nb = nbformat.reads(text, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    images = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(images) == _saved_figures(path), path.name
+    streams = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "it/s]" not in streams and "%|" not in streams, f"{path.name}: progress bars {streams[:200]!r}"
+    for folder in {str(results), str(results.resolve()), str(project_root()), os.path.expanduser("~")}:
+        assert folder not in text, f"{path.name} names {folder}"
 
 
 @pytest.mark.slow
@@ -47,7 +74,8 @@ def test_every_notebook_runs_at_the_tiny_preset(results):
     assert {"baselines_paired.csv", "curricula_000_paired.csv", "sliding_window_001_paired.csv"} <= tables
     meta = json.loads((results / "tables" / "baselines_paired.meta.json").read_text())
     assert meta["preset"] == "tiny" and meta["runs"]
-    assert (results / "executed" / NOTEBOOKS[0].name).exists()
+    for notebook in NOTEBOOKS:
+        _check_executed_copy(results / "executed" / notebook.name, results)
     for run in (results / "runs").glob("rloo-*"):  # each shared run trained once, start to end
         steps = [json.loads(line)["step"] for line in (run / "steps.jsonl").read_text().splitlines()]
         assert steps == sorted(set(steps)), run.name
@@ -59,7 +87,7 @@ def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_pat
     params.metadata["tags"] = ["parameters"]
     broken.cells = [params, nbformat.v4.new_code_cell("raise RuntimeError('boom ' + preset)")]
     fine = nbformat.v4.new_notebook()
-    fine.cells = [params, nbformat.v4.new_code_cell("print(preset)")]
+    fine.cells = [params, nbformat.v4.new_code_cell("import os\nprint(preset, os.environ['TQDM_DISABLE'])")]
     for nb in (broken, fine):
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(broken, tmp_path / "01_broken.ipynb")
@@ -69,6 +97,12 @@ def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_pat
     assert outcomes[0].error == "RuntimeError: boom tiny"
     assert not (results / "executed" / "01_broken.ipynb").exists()
     assert (results / "executed" / "failed" / "01_broken.ipynb").exists()
+    executed = nbformat.read(results / "executed" / "02_fine.ipynb", as_version=4)
+    assert executed.cells[-1].outputs[0].text == f"tiny {KERNEL_ENVIRONMENT['TQDM_DISABLE']}\n"  # kernel env
+    record = executed.metadata.papermill  # paths relative to the results folder, not absolute
+    assert record.output_path == "executed/02_fine.ipynb" and record.input_path == "02_fine.ipynb"
+    failed = nbformat.read(results / "executed" / "failed" / "01_broken.ipynb", as_version=4)
+    assert failed.metadata.papermill.output_path == "executed/failed/01_broken.ipynb"
 
 
 def test_unknown_notebook_and_preset_are_named():

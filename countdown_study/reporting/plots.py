@@ -130,7 +130,7 @@ def histogram_grid(
     """One histogram per column of ``table`` (e.g. Difficulty Vector fields), optionally split by ``hue``.
 
     Each panel shares its bin edges across the ``hue`` groups and draws one step outline per group
-    (counts, not normalised), with a legend titled ``hue``.
+    (counts, not normalised); the first panel carries the legend, titled ``hue``.
     """
     n = len(columns)
     cols = min(3, n)
@@ -148,8 +148,8 @@ def histogram_grid(
             )
         ax.set_title(column, fontsize=8)
         ax.set_ylabel("count")
-        if hue is not None:
-            ax.legend(title=hue, fontsize=6, title_fontsize=6)
+    if hue is not None:
+        axes[0][0].legend(title=hue, fontsize=6, title_fontsize=6)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     return fig
