@@ -1,7 +1,29 @@
-"""The policy: tokenizer, tiny Qwen2 model, loading by name or path, and pure trace builders.
+"""The policy: tokenizer, tiny Qwen2 model, loading by name or path (``model``), and pure trace
+builders (``traces``).
 
 Wall: imports only ``countdown_study.countdown`` and ``countdown_study.paths``.
 """
 
-from countdown_study.policy.model import *  # noqa: F403
-from countdown_study.policy.model import _load_tokenizer  # noqa: F401
+from countdown_study.policy.model import (
+    CHARACTERS,
+    SPECIAL_TOKENS,
+    TinyModelConfig,
+    build_model,
+    build_tokenizer,
+    load_policy,
+    policy_fingerprint,
+    policy_identity,
+    prompt_template,
+)
+
+__all__ = [
+    "CHARACTERS",
+    "SPECIAL_TOKENS",
+    "TinyModelConfig",
+    "build_model",
+    "build_tokenizer",
+    "load_policy",
+    "policy_fingerprint",
+    "policy_identity",
+    "prompt_template",
+]
