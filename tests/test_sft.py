@@ -18,6 +18,7 @@ from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.runs.store import RunNotFinishedError
 from countdown_study.training import sft, sft_data
+from countdown_study.training.checkpoint import write_checkpoint
 
 TINY_MODEL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 TINY = sft.SFTConfig(
@@ -280,8 +281,8 @@ def test_a_checkpoint_before_the_decay_continues_into_a_longer_schedule(tmp_path
 
 def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
     path = tmp_path / "ck" / "last.pt"
-    sft.save_checkpoint(path, {"step": 1})
-    sft.save_checkpoint(path, {"step": 2})
+    write_checkpoint(path, {"step": 1})
+    write_checkpoint(path, {"step": 2})
     assert torch.load(path)["step"] == 2
     before = path.read_bytes()
 
@@ -292,7 +293,7 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
 
     monkeypatch.setattr(torch, "save", torn_save)
     with pytest.raises(OSError, match="disk full"):
-        sft.save_checkpoint(path, {"step": 3})
+        write_checkpoint(path, {"step": 3})
     monkeypatch.undo()
     assert path.read_bytes() == before and torch.load(path)["step"] == 2
     assert [p.name for p in path.parent.iterdir()] == ["last.pt"]  # no temporary file left

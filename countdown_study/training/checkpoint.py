@@ -7,6 +7,7 @@ A killed run resumes from its last checkpoint and ends with the same results as 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
 
@@ -18,6 +19,16 @@ CHECKPOINT = "last.pt"
 """File name of an RLOO run's resumable checkpoint under ``checkpoints/``."""
 
 
+def write_checkpoint(path: Path, state: dict) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then ``os.replace``: whole or absent.
+
+    A failed write removes its temporary file and leaves the previous checkpoint as it was. Every
+    stage's checkpoints (RLOO, SFT) are written through it.
+    """
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
 def save_checkpoint(store: RunStore, step: int, model, optimizer, sampler: Sampler) -> None:
     """Everything needed to resume after ``step`` steps, written atomically."""
     state = {
@@ -26,8 +37,7 @@ def save_checkpoint(store: RunStore, step: int, model, optimizer, sampler: Sampl
         "optimizer": optimizer.state_dict(),
         "sampler": json.dumps(sampler.state_dict()),
     }
-    with atomic_path(store.checkpoint_dir / CHECKPOINT) as tmp:
-        torch.save(state, tmp)
+    write_checkpoint(store.checkpoint_dir / CHECKPOINT, state)
 
 
 def load_checkpoint(store: RunStore, model, optimizer, sampler: Sampler) -> int:

@@ -31,6 +31,7 @@ import platform
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -42,9 +43,11 @@ from countdown_study.evaluation.evaluate import evaluate
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
 from countdown_study.rollout import SamplingConfig, model_device
-from countdown_study.runs.files import atomic_path, atomic_write_json, atomic_write_text
+from countdown_study.runs.files import atomic_write_json, atomic_write_text
 from countdown_study.runs.provenance import git_state
 from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
+from countdown_study.training.checkpoint import write_checkpoint
+from countdown_study.training.common import save_final
 from countdown_study.training.sft_data import (
     collate,
     encode_example,
@@ -214,15 +217,6 @@ def learning_rate(step: int, config: SFTConfig) -> float:
 # ---------------------------------------------------------------------------------------------------
 
 
-def save_checkpoint(path: Path, state: dict) -> None:
-    """``torch.save`` to a temporary file beside ``path``, then ``os.replace``: whole or absent.
-
-    A failed write removes its temporary file and leaves the previous checkpoint as it was.
-    """
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-
-
 def _run_path(run: RunStore | str | Path) -> Path:
     return run.path if isinstance(run, RunStore) else Path(run)
 
@@ -285,7 +279,7 @@ def train_sft(
     the store returned is then unfinished. ``wait``: see ``RunStore.complete``.
     """
     store = open_run(config, root)
-    body = lambda s: _run_sft(config, s, resume_from, stop_after, progress)  # noqa: E731
+    body = partial(_run_sft, config, resume_from=resume_from, stop_after=stop_after, progress=progress)
     try:
         return store.complete(body, threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait)
     except _Stopped:
@@ -323,7 +317,6 @@ def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) 
 def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progress: bool) -> dict:
     """The body of an SFT run: train (resuming), save the final model, return ``run_facts``."""
     code_state = git_state()  # the code this attempt runs
-    torch.set_num_threads(config.threads)
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, config.model, seed=config.seed)
     optimizer = torch.optim.AdamW(
@@ -354,14 +347,13 @@ def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progre
             state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": done,
                      "torch_rng": torch.get_rng_state(), "config": config_to_dict(config),
                      "wall_seconds": wall, "loss": loss_value}  # fmt: skip
-            save_checkpoint(store.checkpoint_dir / CHECKPOINT, state)
+            write_checkpoint(store.checkpoint_dir / CHECKPOINT, state)
     bar.close()
     if end < config.steps:
         raise _Stopped(f"stopped after {end} of {config.steps} steps")
     wall = wall_before + time.perf_counter() - t0 if end > start else wall_before
     model.eval()
-    model.save_pretrained(final_model_dir(store))
-    tokenizer.save_pretrained(final_model_dir(store))
+    save_final(store, model, tokenizer)
     return run_facts(config, end, wall, loss_value, code_state)
 
 
