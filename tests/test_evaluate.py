@@ -210,7 +210,7 @@ TASKS = [Task((1, 2, 3), 6), Task((2, 3, 4, 5), 14), Task((3, 5, 7), 22)]
 def test_evaluate_wiring_with_scripted_sampler(monkeypatch):
     calls = []
 
-    def scripted(model, tokenizer, prompts, group_size, config, seed):
+    def scripted(prompts, group_size, seed, config):
         calls.append((list(prompts), group_size, config, seed))
         texts = []
         for prompt in prompts:
@@ -220,9 +220,13 @@ def test_evaluate_wiring_with_scripted_sampler(monkeypatch):
         ids = [[7] * (i + 1) for i in range(len(texts))]
         return Rollouts(prompts, group_size, [[1]] * len(prompts), ids, texts, [], ["eos"] * len(texts))
 
-    monkeypatch.setattr(ev, "sample", scripted)
+    made = []
+    monkeypatch.setattr(
+        ev, "make_engine", lambda *args: made.append(args) or SimpleNamespace(sample=scripted)
+    )
     model = SimpleNamespace(config=SimpleNamespace(countdown_prompt_template="compact"))
     result = ev.evaluate(model, None, TASKS, n=2, seed=5, batch_size=2, tiers=["T0", "T1", "T0"])
+    assert len(made) == 1  # one engine for every batch
     assert [len(c[0]) for c in calls] == [2, 1]
     assert calls[0][0][0] == "N 1 2 3 T 6 :"
     assert [c[3] for c in calls] == [derive_seed(5, 0), derive_seed(5, 1)]

@@ -23,7 +23,7 @@ from countdown_study.countdown.task import Task
 from countdown_study.evaluation.passk import problem_table, summarize
 from countdown_study.evaluation.samples import grade_samples
 from countdown_study.policy import prompt_template
-from countdown_study.rollout import Engine, SamplingConfig, sample
+from countdown_study.rollout import Engine, SamplingConfig, make_engine
 from countdown_study.seeding import derive_seed
 
 EVAL_SAMPLING = SamplingConfig(temperature=0.6, top_p=0.95, top_k=20, stop_at_answer=False)
@@ -72,7 +72,7 @@ def evaluate(
     """Sample ``n`` completions per task and grade them with the verifier.
 
     Sampling goes through ``engine`` (a run's rollout engine, built once per run) when given, else
-    through ``rollout.sample``.
+    through one engine made here for all batches (a ``vllm`` engine starts once, not per batch).
 
     ``sampling`` defaults to ``EVAL_SAMPLING``; ``template`` to the policy's own
     (``policy.prompt_template``). Prompts go in batches of ``batch_size`` tasks, batch b seeded with
@@ -90,12 +90,9 @@ def evaluate(
     texts: list[str] = []
     lengths: list[int] = []
     reasons: list[str] = []
+    engine = engine or make_engine(model, tokenizer, config)
     for b, start in enumerate(range(0, len(prompts), batch_size)):
-        batch = prompts[start : start + batch_size]
-        if engine is not None:
-            rollouts = engine.sample(batch, n, derive_seed(seed, b), config)
-        else:
-            rollouts = sample(model, tokenizer, batch, n, config, derive_seed(seed, b))
+        rollouts = engine.sample(prompts[start : start + batch_size], n, derive_seed(seed, b), config)
         texts.extend(rollouts.texts)
         lengths.extend(len(ids) for ids in rollouts.completion_ids)
         reasons.extend(rollouts.finish_reasons or [""] * len(rollouts.texts))
