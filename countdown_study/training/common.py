@@ -21,6 +21,12 @@ def load_run_policy(data: DataSpec):
     return model, tokenizer, data.template or prompt_template(model)
 
 
+def load_reference(data: DataSpec):
+    """The frozen reference policy of a run: the starting policy again, without gradients."""
+    ref_model, _ = load_policy(data.policy, tokenizer=data.tokenizer)
+    return ref_model.requires_grad_(False)
+
+
 def study_tasks(data: DataSpec) -> tuple[list[Task], list[Task]]:
     """(training pool, evaluation tasks): evaluation keys removed from the pool, first ``eval_limit`` kept."""
     held_out = load_tasks(data.eval_tasks)

@@ -24,12 +24,13 @@ from tqdm.auto import tqdm
 
 from countdown_study.countdown.grading import grade_batch
 from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
-from countdown_study.policy import load_policy, policy_identity
+from countdown_study.policy import policy_identity
 from countdown_study.rollout import SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
 from countdown_study.training.common import (
     evaluate_run,
+    load_reference,
     load_run_policy,
     prompts_for,
     save_final,
@@ -140,7 +141,7 @@ def fit_ipo(
 def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
     """Collect pairs from the starting policy, fit IPO, evaluate; returns the results dict (the run body)."""
     model, tokenizer, template = load_run_policy(config.data)
-    ref_model, _ = load_policy(config.data.policy, tokenizer=config.data.tokenizer)
+    ref_model = load_reference(config.data)
     pool, eval_tasks = study_tasks(config.data)  # same pool and evaluation split as the RLOO runs
     order = derive_rng(config.seed, IPOStream.PROMPTS).permutation(len(pool))[: config.prompts]
     engine = make_engine(model, tokenizer, config.sampling)

@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 
 from countdown_study.countdown.grading import Grades, grade_batch
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
-from countdown_study.policy import load_policy, policy_identity
+from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import Batch, Sampler, make_sampler
@@ -45,6 +45,7 @@ from countdown_study.training.aux import build_aux_losses
 from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from countdown_study.training.common import (
     evaluate_run,
+    load_reference,
     load_run_policy,
     prompts_for,
     save_final,
@@ -325,8 +326,7 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     model, tokenizer, template = load_run_policy(config.data)
     ref_model = None
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
-        ref_model, _ = load_policy(config.data.policy, tokenizer=config.data.tokenizer)
-        ref_model.requires_grad_(False)
+        ref_model = load_reference(config.data)
     pool, eval_tasks = study_tasks(config.data)
     sampler = make_sampler(config.sampler, pool, config.seed, **config.sampler_options)
     optimizer = torch.optim.AdamW(
