@@ -17,7 +17,8 @@ Layers, lowest first (``tests/test_walls.py`` holds the walls between them):
 * ``paths`` and ``seeding``: the one place for paths and for seeds.
 
 The public names (``__all__``) are importable from here lazily: each loads its home module on first
-access, so ``countdown_study.compute_score(...)`` imports no torch. Subpackages load on access too.
+access, so ``countdown_study.compute_score(...)`` imports no torch (``compare`` lives in ``study``, which
+loads the training stack). Subpackages load on access too.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _LAZY = {
     "scan_answers": "countdown_study.countdown",
     "load_policy": "countdown_study.policy",
     "pass_at_k": "countdown_study.evaluation.passk",
+    "compare": "countdown_study.study.compare",
 }
 """Public name -> the module that defines it (imported on first access)."""
 
@@ -63,6 +65,7 @@ _SUBMODULES = frozenset(
 
 __all__ = [
     "Task",
+    "compare",
     "compute_score",
     "difficulty_vectors",
     "generate_tasks",
@@ -90,6 +93,7 @@ if TYPE_CHECKING:
     )
     from countdown_study.evaluation.passk import pass_at_k
     from countdown_study.policy import load_policy
+    from countdown_study.study.compare import compare
 
 
 def __getattr__(name: str):

@@ -22,6 +22,7 @@ HOMES = {
     "scan_answers": "countdown_study.countdown",
     "load_policy": "countdown_study.policy",
     "pass_at_k": "countdown_study.evaluation.passk",
+    "compare": "countdown_study.study.compare",
 }
 """Each public name and the module that defines it (the contract, written out independently)."""
 GROUND_TRUTH = {"target": 24, "numbers": [1, 2, 6, 8]}
@@ -104,3 +105,11 @@ def test_ground_truth_loads_no_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_compare_is_the_study_comparison_on_tasks_by_seeds():
+    a = [[0.5, 0.5, 0.5], [1.0, 0.75, 1.0]]
+    b = [[0.25, 0.5, 0.25], [0.75, 0.5, 1.0]]
+    result = countdown_study.compare(a, b, n_resamples=200)
+    assert result.diff == pytest.approx(1.0 / 6) and result.ci_low <= result.diff <= result.ci_high
+    assert result.n_tasks == 2 and result.n_seeds == 3

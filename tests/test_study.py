@@ -74,15 +74,16 @@ def test_problem_matrix_and_paired_difference(result):
     assert row["diff"] == pytest.approx(0.5 - 0.1875)  # B: (.5+.5+0+0)/4 and (.5+0+0+0)/4 -> mean .1875
     assert row["ci_low"] <= row["diff"] <= row["ci_high"]
     assert (row["n_tasks"], row["n_seeds"], row["contrast"]) == (4, 2, "A vs B")
-    assert list(paired.columns[:7]) == [
-        "contrast",
-        "metric",
-        "diff",
-        "ci_low",
-        "ci_high",
-        "n_tasks",
-        "n_seeds",
-    ]
+    assert list(paired.columns[:13]) == [
+        "contrast", "metric", "diff", "ci_low", "ci_high", "ci_method", "n_tasks", "n_seeds", "per_seed_diffs",
+        "t_low", "t_high", "prob_positive", "verdict",
+    ]  # fmt: skip
+    # seed 0: A (1, .5, 0, .25) -> .4375 vs B (.5, .5, 0, 0) -> .25; seed 1: A .5625 vs B .125
+    assert row["per_seed_diffs"] == "+0.1875 +0.4375" and row["ci_method"].startswith("two-level")
+    claimed = paired_table(
+        result, [("A", "B")], metrics=("pass@1",), n_resamples=500, claims={("A", "B"): -1}
+    )
+    assert claimed["verdict"].iloc[0] in ("reversed", "inside noise")
     with pytest.raises(ValueError, match="no results for method 'C'"):
         problem_matrix(result, "C", "pass@1")
 

@@ -5,6 +5,8 @@ May import every layer but ``cli``. The names notebooks use are re-exported here
 """
 
 from countdown_study.study.methods import (
+    CLAIMS_000,
+    CLAIMS_001,
     EMBEDDED_MODEL,
     IPO,
     REPORT_000,
@@ -36,6 +38,8 @@ from countdown_study.study.tables import (
 )
 
 __all__ = [
+    "CLAIMS_000",
+    "CLAIMS_001",
     "EMBEDDED_MODEL",
     "IPO",
     "METRICS",

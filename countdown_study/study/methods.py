@@ -68,6 +68,12 @@ REPORT_001 = (
 )
 """Report 001's comparison, all with its binary reward; the first row is the baseline."""
 
+CLAIMS_000 = {(m.name, UNIFORM.name): -1 for m in REPORT_000}
+"""Report 000's claims, signed: every curriculum of Table 1 trails uniform RLOO."""
+CLAIMS_001 = {(REPORT_001[1].name, REPORT_001[0].name): -1}
+"""Report 001's claim, signed: the sliding window trails uniform RLOO (binary reward); staged thirds is
+its proposed baseline, with no claim."""
+
 
 def run_method(
     method: Method, preset: StudyPreset, seed: int, root=None, progress: bool = True, wait: bool = True

@@ -4,14 +4,15 @@ pass@k curves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from countdown_study.evaluation.passk import pass_at_k, problem_table, summarize
+from countdown_study.study.compare import Comparison, compare, verdict
 from countdown_study.study.methods import StudyResult
-from countdown_study.study.stats import aggregate_seeds, paired_bootstrap, wilson_interval
+from countdown_study.study.stats import aggregate_seeds, wilson_interval
 
 # ---------------------------------------------------------------------------------------------------
 # Tables
@@ -87,22 +88,43 @@ def paired_table(
     metrics: Sequence[str] = ("pass@1", "pass@16"),
     n_resamples: int = 5000,
     seed: int = 0,
+    claims: Mapping[tuple[str, str], int] | None = None,
 ) -> pd.DataFrame:
-    """Paired bootstrap of ``a - b`` over the shared problems for each contrast and metric.
+    """The study's comparison (``study.compare``: seeds and tasks) of ``a - b`` per contrast and metric.
 
-    Columns ``contrast, metric, diff, ci_low, ci_high, n_tasks, n_seeds`` (+ ``prob_positive``). With
-    several seeds a problem's value is its mean over seeds and problems are resampled.
+    Columns ``PAIRED_COLUMNS``: the seed-aware interval (``ci_low``, ``ci_high``, ``ci_method``), the
+    per-seed differences and their t-interval, the task-only interval (labelled, not a verdict), the
+    minimum detectable effect, and ``verdict``: for a contrast in ``claims`` (its claimed sign, +1 or -1)
+    ``holds`` / ``reversed`` / ``inside noise``; otherwise ``a above b`` / ``a below b`` / ``inside noise``.
     """
     rows = []
     for a, b in contrasts:
+        sign = (claims or {}).get((a, b))
         for metric in metrics:
-            test = paired_bootstrap(
-                problem_matrix(result, a, metric), problem_matrix(result, b, metric), n_resamples, seed
+            c = compare(
+                problem_matrix(result, a, metric), problem_matrix(result, b, metric), seed, n_resamples
             )
-            rows.append({"contrast": f"{a} vs {b}", "metric": metric, "diff": test.diff, "ci_low": test.ci_low,
-                         "ci_high": test.ci_high, "n_tasks": test.n, "n_seeds": len(result.preset.seeds),
-                         "prob_positive": test.prob_positive})  # fmt: skip
-    return pd.DataFrame(rows)
+            rows.append({"contrast": f"{a} vs {b}", "metric": metric, "diff": c.diff, "ci_low": c.ci_low,
+                         "ci_high": c.ci_high, "ci_method": c.ci_method, "n_tasks": c.n_tasks,
+                         "n_seeds": c.n_seeds, "per_seed_diffs": " ".join(f"{d:+.4f}" for d in c.per_seed_diffs),
+                         "t_low": c.t_low, "t_high": c.t_high, "prob_positive": c.prob_positive,
+                         "verdict": _verdict(c, sign), "task_only_low": c.task_low, "task_only_high": c.task_high,
+                         "mde": c.mde})  # fmt: skip
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
+
+
+PAIRED_COLUMNS = ("contrast", "metric", "diff", "ci_low", "ci_high", "ci_method", "n_tasks", "n_seeds",
+                  "per_seed_diffs", "t_low", "t_high", "prob_positive", "verdict", "task_only_low",
+                  "task_only_high", "mde")  # fmt: skip
+"""Columns of every ``*_paired`` table."""
+
+
+def _verdict(comparison: Comparison, claimed_sign: int | None) -> str:
+    if claimed_sign is not None:
+        return verdict(comparison, claimed_sign)
+    if not comparison.excludes_zero:
+        return "inside noise"
+    return "a above b" if comparison.ci_low > 0 else "a below b"
 
 
 def pass_at_k_curves(result: StudyResult) -> pd.DataFrame:
