@@ -38,14 +38,30 @@ def runs_dir() -> Path:
     return results_dir() / "runs"
 
 
-def tables_dir() -> Path:
-    """Tables (CSV and Markdown): ``<results>/tables``."""
-    return results_dir() / "tables"
+PAPER_PRESET = "full"
+"""The preset whose tables, figures and executed notebooks are the committed results (``<results>/``)."""
 
 
-def figures_dir() -> Path:
-    """Figures (PNG and PDF): ``<results>/figures``."""
-    return results_dir() / "figures"
+def preset_dir(preset: str = PAPER_PRESET) -> Path:
+    """Where a study preset's tables, figures and executed notebooks go: ``<results>`` for the full
+    preset, ``<results>/presets/<preset>`` for any other, so a quick or tiny study never overwrites the
+    paper's results (runs are shared: the run store keys them by config)."""
+    return results_dir() if preset == PAPER_PRESET else results_dir() / "presets" / preset
+
+
+def tables_dir(preset: str = PAPER_PRESET) -> Path:
+    """Tables (CSV and Markdown): ``<preset_dir>/tables``."""
+    return preset_dir(preset) / "tables"
+
+
+def figures_dir(preset: str = PAPER_PRESET) -> Path:
+    """Figures (PNG and PDF): ``<preset_dir>/figures``."""
+    return preset_dir(preset) / "figures"
+
+
+def executed_dir(preset: str = PAPER_PRESET) -> Path:
+    """Executed notebooks: ``<preset_dir>/executed``."""
+    return preset_dir(preset) / "executed"
 
 
 def notebooks_dir() -> Path:

@@ -70,12 +70,14 @@ def test_every_notebook_runs_at_the_tiny_preset(results):
     outcomes = run_notebooks(NOTEBOOKS, "tiny", jobs=2)  # two at once: shared runs go through the lock
     failed = {o.notebook: o.error for o in outcomes if not o.ok}
     assert not failed, failed
-    tables = {p.name for p in (results / "tables").glob("*_paired.csv")}
+    tiny = results / "presets" / "tiny"  # apart from the paper's (full preset's) results
+    tables = {p.name for p in (tiny / "tables").glob("*_paired.csv")}
     assert {"baselines_paired.csv", "curricula_000_paired.csv", "sliding_window_001_paired.csv"} <= tables
-    meta = json.loads((results / "tables" / "baselines_paired.meta.json").read_text())
+    assert not any((results / name).exists() for name in ("tables", "figures", "executed"))
+    meta = json.loads((tiny / "tables" / "baselines_paired.meta.json").read_text())
     assert meta["preset"] == "tiny" and meta["runs"]
     for notebook in NOTEBOOKS:
-        _check_executed_copy(results / "executed" / notebook.name, results)
+        _check_executed_copy(tiny / "executed" / notebook.name, results)
     for run in (results / "runs").glob("rloo-*"):  # each shared run trained once, start to end
         steps = [json.loads(line)["step"] for line in (run / "steps.jsonl").read_text().splitlines()]
         assert steps == sorted(set(steps)), run.name
@@ -95,14 +97,17 @@ def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_pat
     outcomes = run_notebooks(list_notebooks(folder=tmp_path), "tiny", jobs=2)
     assert [o.ok for o in outcomes] == [False, True], [o.error for o in outcomes]
     assert outcomes[0].error == "RuntimeError: boom tiny"
-    assert not (results / "executed" / "01_broken.ipynb").exists()
-    assert (results / "executed" / "failed" / "01_broken.ipynb").exists()
-    executed = nbformat.read(results / "executed" / "02_fine.ipynb", as_version=4)
+    executed_dir = results / "presets" / "tiny" / "executed"
+    assert not (executed_dir / "01_broken.ipynb").exists()
+    assert (executed_dir / "failed" / "01_broken.ipynb").exists()
+    executed = nbformat.read(executed_dir / "02_fine.ipynb", as_version=4)
     assert executed.cells[-1].outputs[0].text == f"tiny {KERNEL_ENVIRONMENT['TQDM_DISABLE']}\n"  # kernel env
     record = executed.metadata.papermill  # paths relative to the results folder, not absolute
-    assert record.output_path == "executed/02_fine.ipynb" and record.input_path == "02_fine.ipynb"
-    failed = nbformat.read(results / "executed" / "failed" / "01_broken.ipynb", as_version=4)
-    assert failed.metadata.papermill.output_path == "executed/failed/01_broken.ipynb"
+    assert (
+        record.output_path == "presets/tiny/executed/02_fine.ipynb" and record.input_path == "02_fine.ipynb"
+    )
+    failed = nbformat.read(executed_dir / "failed" / "01_broken.ipynb", as_version=4)
+    assert failed.metadata.papermill.output_path == "presets/tiny/executed/failed/01_broken.ipynb"
 
 
 def test_unknown_notebook_and_preset_are_named():

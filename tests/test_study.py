@@ -23,6 +23,7 @@ from countdown_study.study import (
     study_preset,
     summary_table,
 )
+from countdown_study.study.stats import wilson_interval
 
 
 def _samples(method: str, seed: int, correct_per_task: list[int], n: int = 4) -> pd.DataFrame:
@@ -93,6 +94,9 @@ def test_pass_at_k_curves_carry_wilson_intervals(result):
     assert sorted(curves["k"].unique()) == [1, 2, 3, 4]
     first = curves[(curves["method"] == "A") & (curves["k"] == 1)].iloc[0]
     assert first["pass@k"] == pytest.approx(0.5) and first["ci_low"] < 0.5 < first["ci_high"]
+    # the unit is the problem (4 of them), not the 8 (seed, problem) pairs
+    assert first["n_problems"] == 4
+    assert (first["ci_low"], first["ci_high"]) == pytest.approx(wilson_interval(2.0, 4))
 
 
 def test_outputs_write_table_and_figure_with_provenance(result, tmp_path):
@@ -107,7 +111,7 @@ def test_outputs_write_table_and_figure_with_provenance(result, tmp_path):
 
 
 def test_presets_and_methods_are_checked():
-    assert STUDY_PRESETS["full"].seeds == (0, 1, 2) and STUDY_PRESETS["full"].eval_limit >= 500
+    assert STUDY_PRESETS["full"].seeds == (0, 1, 2, 3, 4) and STUDY_PRESETS["full"].eval_limit >= 500
     assert STUDY_PRESETS["full"].eval_n == 16
     with pytest.raises(ValueError, match="unknown study preset 'huge'"):
         study_preset("huge")

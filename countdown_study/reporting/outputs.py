@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from countdown_study.paths import figures_dir, tables_dir
+from countdown_study.paths import PAPER_PRESET, figures_dir, tables_dir
 from countdown_study.runs.files import atomic_path, atomic_write_json, plain
 from countdown_study.runs.provenance import git_state, now, package_versions
 
@@ -36,8 +36,9 @@ def provenance_record(**extra: Any) -> dict[str, Any]:
 
 def save_table(table: pd.DataFrame, name: str, meta: Mapping[str, Any] | None = None, folder: Path | None = None,
                float_format: str = "%.4f") -> Path:  # fmt: skip
-    """Write ``<name>.csv`` and ``<name>.md`` (and ``<name>.meta.json``) under ``results/tables``."""
-    folder = folder or tables_dir()
+    """Write ``<name>.csv`` and ``<name>.md`` (and ``<name>.meta.json``) under the tables folder of
+    ``meta["preset"]`` (``paths.tables_dir``: ``results/tables`` for the full preset), or ``folder``."""
+    folder = folder or tables_dir(_preset(meta))
     csv = folder / f"{name}.csv"
     with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False, float_format=float_format)
@@ -54,14 +55,15 @@ def save_figure(
     folder: Path | None = None,
     show: bool | None = None,
 ) -> Path:
-    """Write ``<name>.png`` and ``<name>.pdf`` (and ``<name>.meta.json``) under ``results/figures``.
+    """Write ``<name>.png`` and ``<name>.pdf`` (and ``<name>.meta.json``) under the figures folder of
+    ``meta["preset"]`` (``paths.figures_dir``: ``results/figures`` for the full preset), or ``folder``.
 
     ``show`` displays the figure in the notebook (a PNG at ``DISPLAY_DPI``); by default it does so
     exactly when running inside a Jupyter kernel, so scripts and tests stay headless. A shown figure is
     also closed in pyplot, if pyplot tracks it, so the kernel does not show it a second time.
     Returns the PNG's path.
     """
-    folder = folder or figures_dir()
+    folder = folder or figures_dir(_preset(meta))
     png = folder / f"{name}.png"
     for suffix in (".png", ".pdf"):
         with atomic_path(folder / f"{name}{suffix}") as tmp:
@@ -70,6 +72,11 @@ def save_figure(
     if in_notebook() if show is None else show:
         show_figure(fig)
     return png
+
+
+def _preset(meta: Mapping[str, Any] | None) -> str:
+    """The study preset a result belongs to (``meta["preset"]``; the paper's when unnamed)."""
+    return str((meta or {}).get("preset", PAPER_PRESET))
 
 
 def in_notebook() -> bool:

@@ -2,9 +2,10 @@
 
 Notebooks live in ``paths.notebooks_dir()`` and are named ``NN_name.ipynb``; they run in that order.
 Each receives the papermill parameters ``preset`` (and any ``-p name value`` given here) in its
-cell tagged ``parameters``; the executed copy goes to ``results/executed/``. A failing notebook is
+cell tagged ``parameters``; the executed copy goes to ``paths.executed_dir(preset)`` (``results/executed/``
+for the full preset, ``results/presets/<preset>/executed/`` for the others). A failing notebook is
 reported with its error and does not stop the others; its executed copy (with the traceback) is
-kept under ``results/executed/failed/`` so that nothing half-written looks finished.
+kept under ``executed/failed/`` so that nothing half-written looks finished.
 
 Executed copies are meant to be read: each kernel starts with ``KERNEL_ENVIRONMENT`` (no third-party
 progress bars, no tqdm notice about ipywidgets), the notebooks themselves pass ``progress=False`` to
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from countdown_study.paths import notebooks_dir, project_root, results_dir
+from countdown_study.paths import executed_dir, notebooks_dir, project_root, results_dir
 
 PRESETS = ("tiny", "quick", "full")
 """``tiny`` is for tests (seconds), ``quick`` for a 2-core machine (minutes), ``full`` for the paper."""
@@ -78,7 +79,7 @@ def execute_notebook(
     """Execute one notebook with papermill; a failure is returned, not raised."""
     import papermill as pm
 
-    executed = results_dir() / "executed"
+    executed = executed_dir(preset)
     out = executed / notebook.name
     tmp = executed / "failed" / notebook.name
     tmp.parent.mkdir(parents=True, exist_ok=True)

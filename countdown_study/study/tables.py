@@ -130,16 +130,21 @@ def _verdict(comparison: Comparison, claimed_sign: int | None) -> str:
 def pass_at_k_curves(result: StudyResult) -> pd.DataFrame:
     """Per method and k = 1..n: pass@k (mean over problems and seeds) and a Wilson 95% interval.
 
-    The interval treats pass@k x problems as successes out of the problem count (report 001's plots).
+    The interval's unit is the problem: a problem's pass@k is its mean over seeds, and the trials are
+    the shared problems (seeds enter the comparisons through ``study.compare``, not through extra trials).
     """
     rows = []
     for method in result.methods:
         table = result.samples[result.samples["method"] == method]
-        n = int(table.groupby(["seed", "task_index"]).size().min())
         counts = table.groupby(["seed", "task_index"])["correct"].agg(["size", "sum"])
+        n = int(counts["size"].min())
         for k in range(1, n + 1):
-            values = [pass_at_k(int(s), int(c), k) for s, c in counts.itertuples(index=False)]
-            mean = float(np.mean(values))
-            low, high = wilson_interval(mean * len(values), len(values))
-            rows.append({"method": method, "k": k, "pass@k": mean, "ci_low": low, "ci_high": high})
+            values = pd.Series(
+                [pass_at_k(int(s), int(c), k) for s, c in counts.itertuples(index=False)], index=counts.index
+            )
+            per_problem = values.groupby(level="task_index").mean()  # (problems,)
+            mean = float(per_problem.mean())
+            low, high = wilson_interval(mean * len(per_problem), len(per_problem))
+            rows.append({"method": method, "k": k, "pass@k": mean, "ci_low": low, "ci_high": high,
+                         "n_problems": len(per_problem)})  # fmt: skip
     return pd.DataFrame(rows)
