@@ -21,7 +21,7 @@ from countdown_study.samplers.reward_adaptive import (
     mix_counts,
     prompt_ema_update,
 )
-from countdown_study.samplers.sliding_window import controller_move, level_members
+from countdown_study.samplers.sliding_window import controller_move, level_members, level_pools
 from countdown_study.samplers.staged import stage_index
 from countdown_study.seeding import derive_rng
 
@@ -256,8 +256,28 @@ def test_empty_level_falls_back_to_the_full_pool():
     assert level_members(np.array(["easy", "easy", "hard"]), "medium").tolist() == [0, 1, 2]
     sampler = make_sampler("sliding_window", EASY3, seed=0, start_level="medium")
     assert set(sampler.next_batch(0, 32).indices) == {0, 1, 2, 3}
-    staged = make_sampler("staged_thirds", EASY3, seed=0, total_steps=3)
-    assert set(staged.next_batch(2, 32).arms) == {"easy"}  # the hard stage, empty: whole pool
+    staged = make_sampler("staged_thirds", EASY3, seed=0, total_steps=3, levels="solver")
+    hard = staged.next_batch(2, 32)  # the hard stage, empty among 3-number tasks: the whole pool
+    assert set(hard.indices) == {0, 1, 2, 3} and set(hard.arms) == {"hard"}
+    medium = make_sampler("staged_thirds", EASY3, seed=0, total_steps=3).next_batch(1, 32)  # no 4-number task
+    assert set(medium.indices) == {0, 1, 2, 3} and set(medium.arms) == {"medium"}
+
+
+def test_level_rules_report_nested_and_solver_partition():
+    report = level_pools(LEVEL_POOL)  # report 001: 3 numbers / 4 numbers / every task
+    assert {k: v.tolist() for k, v in report.items()} == {
+        "easy": [0, 1, 2, 3], "medium": [4, 5, 6, 7], "hard": list(range(8)),
+    }  # fmt: skip
+    solver = level_pools(LEVEL_POOL, "solver")  # ours: by solution count among 4-number tasks
+    assert {k: v.tolist() for k, v in solver.items()} == {
+        "easy": [0, 1, 2, 3],
+        "medium": [4, 5],
+        "hard": [6, 7],
+    }
+    with pytest.raises(ValueError, match="levels must be one of"):
+        make_sampler("sliding_window", LEVEL_POOL, levels="tiers")
+    on_hard = make_sampler("sliding_window", LEVEL_POOL, seed=1, start_level="hard").next_batch(0, 64)
+    assert set(on_hard.indices) == set(range(8))  # report 001's hard level is the whole data set
 
 
 def test_staged_thirds_boundaries():
@@ -306,3 +326,23 @@ def test_batches_are_determined_by_the_seed(name):
     pool, options = CURRICULA[name]
     same = [run(make_sampler(name, pool, seed=s, **options), range(15)) for s in (7, 7, 8)]
     assert same[0] == same[1] and same[0] != same[2]
+
+
+@pytest.mark.parametrize(
+    ("signal", "expected"),
+    [
+        ("success", ["too_hard", "learnable", "too_easy"]),  # success rates 0, 3/8, 1
+        (
+            "reward",
+            ["learnable", "learnable", "too_easy"],
+        ),  # mean rewards 0.1 (on v1's closed edge), .4375, 1
+    ],
+)
+def test_adaptive_signal_success_rate_or_literal_mean_reward(signal, expected):
+    pool = [Task((1, 2, 3), 6), Task((2, 3, 4), 9), Task((1, 3, 5), 8)]
+    sampler = make_sampler("adaptive_v1", pool, seed=0, signal=signal)
+    batch = Batch(tuple(pool), (0, 1, 2))
+    sampler.observe(0, batch, grades_of(rewards_with([0, 3, 8])), np.zeros((3, 8)))
+    assert [CATEGORIES[c] for c in sampler.categories()] == expected
+    with pytest.raises(ValueError, match="signal must be one of"):
+        make_sampler("adaptive_v1", pool, seed=0, signal="ema")

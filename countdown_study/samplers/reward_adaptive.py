@@ -3,14 +3,20 @@
 Report 000 ("Curriculum Sampling for RLOO", Section 3.4), per prompt i with G samples:
 
 - ``s_i <- a s_i + (1 - a) (1/G) sum_k r_ik`` with a = 0.95 (Section 4.3): an EMA of the group's mean
-  reward, the verifier's reward as given (1.0 correct, 0.1 format score, 0.0);
+  reward, which the report also calls the prompt's "success EMA";
 - categories: unknown (never observed), too hard (``s_i`` below the band), learnable (in the band),
   too easy (above it);
 - v1: band ``0.1 <= s_i <= 0.7``, "90% from learnable prompts and 10% uniformly";
 - v2: band ``0.2 <= s_i <= 0.6``, 30% uniform, a 20-step uniform warm-up, "higher sampling weights
   for prompts outside the learnable region".
 
-Where the report is silent, our choices (fields of ``RewardAdaptiveConfig``):
+Where the report is silent or contradicts itself, our choices (fields of ``RewardAdaptiveConfig``):
+
+- The EMA's signal (``signal``): by default the group's success rate (share of correct samples, from
+  ``Grades.correct``), as the report's words "success EMA" and "almost never solves" intend. The literal
+  mean reward (``signal="reward"``) counts the 0.1 format score: a prompt never solved but always
+  answered has a mean reward of exactly 0.1, on the closed lower edge of v1's band, so v1 would treat
+  unsolvable prompts as learnable. It is kept as an ablation row (``study.REPORT_000_ABLATIONS``).
 
 - The first observation of a prompt sets its EMA to the observed group mean (no pull towards an
   arbitrary prior); a prompt drawn twice in one batch is updated twice, in batch order.
@@ -43,6 +49,8 @@ from countdown_study.seeding import SamplerStream, derive_rng
 CATEGORIES = ("unknown", "too_hard", "learnable", "too_easy")
 """Category labels; ``categorize`` returns indices into this tuple."""
 UNKNOWN, TOO_HARD, LEARNABLE, TOO_EASY = range(4)
+SIGNALS = ("success", "reward")
+"""What a prompt's EMA can track (``RewardAdaptiveConfig.signal``)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,8 @@ class RewardAdaptiveConfig:
     """Curriculum weight of a too-hard prompt, relative to 1 for a learnable one (ours)."""
     too_easy_weight: float = 0.0
     """Curriculum weight of a too-easy prompt, relative to 1 for a learnable one (ours)."""
+    signal: str = "success"
+    """What the EMA tracks: ``success`` (share of correct samples; ours) or ``reward`` (mean reward, literal)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha < 1.0:
@@ -71,6 +81,8 @@ class RewardAdaptiveConfig:
             raise ValueError(f"need low <= high, got {self.low}, {self.high}")
         if not 0.0 <= self.uniform_fraction <= 1.0:
             raise ValueError(f"uniform_fraction must be in [0, 1], got {self.uniform_fraction}")
+        if self.signal not in SIGNALS:
+            raise ValueError(f"signal must be one of {SIGNALS}, got {self.signal!r}")
         if min(self.too_hard_weight, self.too_easy_weight) < 0.0:
             raise ValueError("category weights must be non-negative")
 
@@ -156,7 +168,8 @@ class RewardAdaptiveSampler(Sampler):
         return Batch(batch.tasks, batch.indices, tuple(CATEGORIES[categories[i]] for i in batch.indices))
 
     def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
-        group_means = grades.rewards.mean(axis=1)  # (P,)
+        signal = grades.correct if self.config.signal == "success" else grades.rewards  # (P, G)
+        group_means = signal.mean(axis=1, dtype=np.float64)  # (P,)
         for index, mean in zip(batch.indices, group_means, strict=True):  # duplicates update in order
             if index >= 0:
                 self.ema[index] = prompt_ema_update(self.ema[index], mean, self.config.alpha)

@@ -6,8 +6,10 @@ mean of the most recent W rewards,
     d_{t+1} = d_t - 1  if p_hat_t < tau_low,   d_t + 1  if p_hat_t > tau_high,   d_t  otherwise,
 
 with W = 10, tau_low = 0.24, tau_high = 0.30; each step samples from the current level, or from the
-full dataset when that level is empty. The levels are ``tasks.level_labels`` (report 001 does not give
-its labelling rule; ours is from solver structure, see there).
+full dataset when that level is empty. The levels (``level_pools``) are by default report 001's own,
+read from its bucket sizes (240,608 easy + 249,706 medium = 490,314, the whole data set as hard): easy =
+the 3-number tasks, medium = the 4-number tasks, hard = every task. ``levels="solver"`` uses instead
+our partition from solver structure (``countdown.level_labels``; a named variant row).
 
 Where the report is silent, our choices (fields of ``SlidingWindowConfig``):
 
@@ -39,6 +41,9 @@ from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
 
+LEVEL_RULES = ("report", "solver")
+"""How tasks are assigned to report 001's levels (``level_pools``)."""
+
 
 @dataclass(frozen=True)
 class SlidingWindowConfig:
@@ -54,12 +59,16 @@ class SlidingWindowConfig:
     """The level of the first steps (ours)."""
     clear_on_move: bool = False
     """Whether a level change empties the window (ours: no, as Algorithm 1)."""
+    levels: str = "report"
+    """Level rule: ``report`` (3 numbers / 4 numbers / all, report 001's) or ``solver`` (ours)."""
 
     def __post_init__(self) -> None:
         if self.window < 1:
             raise ValueError(f"window must be at least 1, got {self.window}")
         if not self.low <= self.high:
             raise ValueError(f"need low <= high, got {self.low}, {self.high}")
+        if self.levels not in LEVEL_RULES:
+            raise ValueError(f"levels must be one of {LEVEL_RULES}, got {self.levels!r}")
         if self.start_level not in LEVELS:
             raise ValueError(f"start_level must be one of {LEVELS}, got {self.start_level!r}")
 
@@ -88,8 +97,28 @@ def controller_move(window_mean: float, low: float, high: float) -> int:
 
 def level_members(labels: np.ndarray, level: str) -> np.ndarray:
     """Pool indices of ``level``, or of the whole pool when the level is empty (report 001).  # (N_l,)"""
-    members = np.flatnonzero(np.asarray(labels) == level)
-    return members if members.size else np.arange(len(labels))
+    return _or_whole_pool(np.asarray(labels) == level)
+
+
+def _or_whole_pool(mask: np.ndarray) -> np.ndarray:
+    members = np.flatnonzero(mask)
+    return members if members.size else np.arange(len(mask))
+
+
+def level_pools(tasks: Sequence[Task], rule: str = "report") -> dict[str, np.ndarray]:
+    """Pool indices of each of ``LEVELS``; an empty level is the whole pool (report 001).
+
+    ``report``: easy = tasks of 3 or fewer numbers, medium = 4 or more, hard = every task (nested, as
+    report 001's bucket sizes say). ``solver``: the partition of ``countdown.level_labels``.
+    """
+    if rule == "solver":
+        labels = level_labels(tasks)  # (N,)
+        return {level: level_members(labels, level) for level in LEVELS}
+    if rule != "report":
+        raise ValueError(f"unknown level rule {rule!r}; choose one of {LEVEL_RULES}")
+    sizes = np.array([task.num_count for task in tasks])  # (N,)
+    masks = (sizes <= 3, sizes >= 4, np.ones(len(sizes), dtype=bool))
+    return {level: _or_whole_pool(mask) for level, mask in zip(LEVELS, masks, strict=True)}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -114,17 +143,19 @@ class SlidingWindowSampler(Sampler):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.labels = level_labels(self.pool)  # (N,) easy / medium / hard
+        self.pools = level_pools(self.pool, self.config.levels)  # level -> (N_l,) pool indices
         self.level = LEVELS.index(self.config.start_level)
         self.window: list[float] = []
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
-        members = level_members(self.labels, LEVELS[self.level])
+        members = self.pools[LEVELS[self.level]]
         return derive_rng(self.seed, step, SamplerStream.STEP).choice(members, size=batch_size)
 
     def next_batch(self, step: int, batch_size: int) -> Batch:
+        """The step's batch, each task labelled with the level it was drawn from."""
+        level = LEVELS[self.level]
         batch = super().next_batch(step, batch_size)
-        return Batch(batch.tasks, batch.indices, tuple(str(self.labels[i]) for i in batch.indices))
+        return Batch(batch.tasks, batch.indices, (level,) * len(batch.tasks))
 
     def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
         self.window = [*self.window, step_pass_rate(grades.correct)]

@@ -2,8 +2,8 @@
 
 Report 001: "a fixed staged curriculum: train on easy problems for the first third, medium problems
 for the second third, and hard problems for the final third", to test whether the sliding-window
-controller adds anything beyond ordering the data. The levels are ``tasks.level_labels``, the same as
-the controller's (``samplers.sliding_window``).
+controller adds anything beyond ordering the data. The levels are the controller's
+(``sliding_window.level_pools``: report 001's by default, ``levels="solver"`` for ours).
 
 Our choices: stage ``k`` of ``n`` covers the steps with ``n * step // total_steps == k`` (integer
 division), so 128 steps split 43 easy / 43 medium / 42 hard, and steps past ``total_steps`` stay on the
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from countdown_study.countdown.difficulty import LEVELS, level_labels
+from countdown_study.countdown.difficulty import LEVELS
 from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
-from countdown_study.samplers.sliding_window import level_members
+from countdown_study.samplers.sliding_window import LEVEL_RULES, level_pools
 from countdown_study.seeding import SamplerStream, derive_rng
 
 
@@ -34,12 +34,16 @@ class StagedConfig:
     """Training steps of the run; required (the loop passes it as the option ``total_steps``)."""
     stages: tuple[str, ...] = LEVELS
     """Levels in training order, each for an equal share of ``total_steps``."""
+    levels: str = "report"
+    """Level rule (``sliding_window.LEVEL_RULES``): report 001's (3 numbers / 4 numbers / all) or ours."""
 
     def __post_init__(self) -> None:
         if self.total_steps is not None and self.total_steps < 1:
             raise ValueError(f"total_steps must be at least 1, got {self.total_steps}")
         if not self.stages or set(self.stages) - set(LEVELS):
             raise ValueError(f"stages must be levels among {LEVELS}, got {self.stages}")
+        if self.levels not in LEVEL_RULES:
+            raise ValueError(f"levels must be one of {LEVEL_RULES}, got {self.levels!r}")
 
 
 STAGED_THIRDS = StagedConfig()  # report 001, Sections 4 and 6, the proposed "staged curriculum baseline"
@@ -69,7 +73,7 @@ class StagedSampler(Sampler):
         super().__post_init__()
         if self.config.total_steps is None:
             raise ValueError("the staged sampler needs the option total_steps (the run's training steps)")
-        self.labels = level_labels(self.pool)  # (N,) easy / medium / hard
+        self.pools = level_pools(self.pool, self.config.levels)  # level -> (N_l,) pool indices
 
     def level(self, step: int) -> str:
         """The level trained on at ``step``."""
@@ -77,9 +81,10 @@ class StagedSampler(Sampler):
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
         return derive_rng(self.seed, step, SamplerStream.STEP).choice(
-            level_members(self.labels, self.level(step)), size=batch_size
+            self.pools[self.level(step)], size=batch_size
         )
 
     def next_batch(self, step: int, batch_size: int) -> Batch:
+        """The step's batch, each task labelled with its stage's level."""
         batch = super().next_batch(step, batch_size)
-        return Batch(batch.tasks, batch.indices, tuple(str(self.labels[i]) for i in batch.indices))
+        return Batch(batch.tasks, batch.indices, (self.level(step),) * len(batch.tasks))

@@ -68,8 +68,33 @@ REPORT_001 = (
 )
 """Report 001's comparison, all with its binary reward; the first row is the baseline."""
 
+REPORT_000_ABLATIONS = (
+    Method("Adaptive v1 (mean reward)", sampler="adaptive_v1", options={"signal": "reward"}),
+)
+"""Report 000's v1 with its literal signal, the group's mean reward (format score included): an ablation
+of our default, the success rate (``samplers.reward_adaptive``)."""
+
+CONTRASTS_000 = (
+    *((m.name, UNIFORM.name) for m in (*REPORT_000, *REPORT_000_ABLATIONS)),
+    (REPORT_000_ABLATIONS[0].name, REPORT_000[2].name),
+)
+"""Notebook 03's paired contrasts: every row against uniform, and the literal v1 against ours."""
 CLAIMS_000 = {(m.name, UNIFORM.name): -1 for m in REPORT_000}
 """Report 000's claims, signed: every curriculum of Table 1 trails uniform RLOO."""
+REPORT_001_ABLATIONS = (
+    Method(
+        "Sliding window (solver levels)",
+        sampler="sliding_window",
+        options={"levels": "solver"},
+        changes=_BINARY,
+    ),
+)
+"""The controller on our levels from solver structure (a partition; easy 50%, medium 31%, hard 19%) instead
+of report 001's nested 3-number / 4-number / all levels."""
+
+CONTRASTS_001 = tuple((m.name, REPORT_001[0].name) for m in (*REPORT_001[1:], *REPORT_001_ABLATIONS))
+"""Notebook 04's paired contrasts: every row against its binary-reward uniform baseline."""
+
 CLAIMS_001 = {(REPORT_001[1].name, REPORT_001[0].name): -1}
 """Report 001's claim, signed: the sliding window trails uniform RLOO (binary reward); staged thirds is
 its proposed baseline, with no claim."""
