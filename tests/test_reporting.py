@@ -107,3 +107,16 @@ def test_reporting_imports_without_torch():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_deviations_tables_name_report_value_ours_why_and_where():
+    from countdown_study.reporting.deviations import COLUMNS, deviations
+
+    for report in ("000", "001"):
+        table = deviations(report)
+        assert tuple(table.columns) == COLUMNS and (table["report"] == report).all()
+        assert table.notna().all().all() and (table["why"].str.len() > 10).all()
+    assert "3-number" in deviations("001").set_index("what").loc["difficulty levels", "ours"]
+    assert "success rate" in deviations("000").set_index("what").loc["reward-adaptive EMA signal", "ours"]
+    with pytest.raises(ValueError, match="no deviations recorded for report '009'"):
+        deviations("009")

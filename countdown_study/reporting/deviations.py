@@ -1,0 +1,73 @@
+"""Where this study departs from each report, and why: the rows of each notebook's deviations table.
+
+Every row names what the report did (or left unsaid), what we do, and why; a notebook saves its
+report's rows with ``outputs.save_table(deviations("000"), ...)``. The choices themselves live in the
+code the rows name (sampler configs, presets), so a row and the run it describes cannot drift apart
+silently: each row cites the field that sets it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+COLUMNS = ("report", "what", "report's value", "ours", "why", "where set")
+"""Columns of a deviations table."""
+
+_SHARED = (
+    ("policy", "Qwen2.5-0.5B SFT (asingh15/qwen-sft-countdown-defaultproj)",
+     "embedded 3.4M-parameter Qwen2 SFT, trained by this package",
+     "no model hub here and 2 CPU cores; the paper road runs their model through the same functions",
+     "StudyPreset.data.policy"),
+    ("training length and batch", "100-128 steps of 128 prompts x 8 (001: 16 x 4)",
+     "full preset: 60 steps of 32 prompts x 8; quick: 20 steps of 16 x 8",
+     "what five seeds of every row cost on 2 cores", "study.STUDY_PRESETS"),
+    ("learning rate", "1e-5 constant", "1e-4 constant",
+     "a 3.4M model trained for 60 steps moves too little at 1e-5", "TrainConfig.lr"),
+    ("held-out evaluation", "50 test prompts x 16 samples",
+     "500 shared held-out tasks x 16 samples (full preset), the same for every method and seed",
+     "50 problems give intervals of about +-0.1 on pass@1", "StudyPreset.eval_limit"),
+    ("statistics", "one training run per method; intervals over problems (or none)",
+     "five training seeds; the seed-aware comparison (study.compare) with a verdict and the minimum "
+     "detectable effect", "a difference between training methods varies with the training seed",
+     "study.compare"),
+)  # fmt: skip
+
+_ROWS = {
+    "000": (
+        ("reward-adaptive EMA signal", "the group's mean reward (format score 0.1 included), called a "
+         "'success' EMA", "the group's success rate (share of correct samples); the literal mean reward "
+         "as the ablation row 'Adaptive v1 (mean reward)'",
+         "with the 0.1 format score a never-solved prompt sits at exactly 0.1, on v1's closed lower band "
+         "edge, so v1 would count unsolvable prompts as learnable", "RewardAdaptiveConfig.signal"),
+        ("reward-adaptive v2 weights outside the band", "'higher sampling weights' (no value)",
+         "0.25 relative to 1 for learnable prompts", "the report gives no value", "ADAPTIVE_V2"),
+        ("first observation of a prompt", "not stated", "sets the EMA to the observed group mean",
+         "no pull towards an arbitrary prior", "prompt_ema_update"),
+        ("KL and entropy", "0.001 each", "0.001 each in the full preset; 0 in the quick preset",
+         "the quick preset is a smoke test of minutes", "StudyPreset.loss"),
+    ),
+    "001": (
+        ("difficulty levels", "easy / medium / hard, rule not stated; counts 240,608 + 249,706 = 490,314",
+         "easy = 3-number tasks, medium = 4-number tasks, hard = every task (their counts); our solver-"
+         "based partition as the variant row 'Sliding window (solver levels)'",
+         "their counts only fit nested levels", "SlidingWindowConfig.levels"),
+        ("window entry", "the most recent W rewards", "one entry per step: the share of its samples that "
+         "verify", "W = 10 then covers ten steps, not a fraction of one step's samples",
+         "step_pass_rate"),
+        ("window on a level change", "Algorithm 1 only appends", "not cleared (as Algorithm 1)",
+         "faithful; clear_on_move=True is the alternative", "SlidingWindowConfig.clear_on_move"),
+        ("staged thirds", "proposed, not run", "run as a row (easy, medium, hard, a third of the steps each)",
+         "it tests whether the controller adds anything beyond ordering", "STAGED_THIRDS"),
+        ("reward", "binary (format score 0)", "binary for every row of this notebook",
+         "the report's own reward, so its thresholds mean what they meant there", "REPORT_001 (format_score=0)"),
+    ),
+}  # fmt: skip
+"""Each report's own rows (the shared ones are added to every table)."""
+
+
+def deviations(report: str) -> pd.DataFrame:
+    """The deviations table of ``report`` (``COLUMNS``): the shared rows, then the report's own."""
+    if report not in _ROWS:
+        raise ValueError(f"no deviations recorded for report {report!r}; have {sorted(_ROWS)}")
+    rows = [(report, *row) for row in (*_SHARED, *_ROWS[report])]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
