@@ -189,6 +189,21 @@ def test_grade_samples_columns_and_verdicts():
     assert table["num_count"].tolist() == [3] * 4
 
 
+def test_summary_reports_truncation_spans_and_first_verifying_pass1():
+    tasks = [Task((1, 2, 3), 6)]
+    texts = [
+        "<answer>1+2+3</answer>",  # correct
+        "<answer>(1+2)*3</answer> no <answer>1*2*3</answer>",  # wrong then correct
+        "<answer>1+2+3</answer> no <answer>3*3</answer>",  # correct then abandoned
+        "<think>hmm",  # cut by the token cap
+    ]
+    table = grade_samples(tasks, texts, n=4, finish_reasons=["eos", "eos", "eos", "length"])
+    summary = summarize(table)
+    assert summary["truncated"] == 0.25 and summary["answer_spans_per_rollout"] == 1.25
+    assert summary["pass@1"] == 0.5 and summary["first_verifying_pass@1"] == 0.75
+    assert "truncated" not in summarize(grade_samples(tasks, texts, n=4))  # finish reasons unknown
+
+
 def test_grade_samples_tiers_and_length_errors():
     tasks = [Task((1, 2, 3), 6), Task((2, 3, 4, 5), 14)]
     table = grade_samples(tasks, ["x"] * 4, n=2, tiers=["T0", "T2"])

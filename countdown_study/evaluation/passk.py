@@ -20,6 +20,8 @@ import pandas as pd
 
 PASS_KS = (1, 2, 4, 8, 16)
 """The k of the reported pass@k (those <= n)."""
+TRUNCATED = "length"
+"""The finish reason of a rollout cut by the token cap (``truncated`` is their share)."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -109,10 +111,13 @@ def _core_summary(samples: pd.DataFrame, ks: Sequence[int]) -> dict[str, Any]:
         diagnostic = {f"pass@{k}": _mean_pass_at_k(n, first, k) for k in ks}
         diagnostic["avg_pass@k"] = _average_pass_at_k(n, first)
         summary["first_verifying"] = diagnostic
+        summary["first_verifying_pass@1"] = _mean_pass_at_k(n, first, 1)
         abandoned = samples["first_verifying_correct"] & ~samples["correct"].astype(bool)
         summary["abandoned_rate"] = float(abandoned.mean())
     if "answer_spans" in samples.columns:
         summary["answer_spans_per_rollout"] = float(samples["answer_spans"].mean())
+    if "finish_reason" in samples.columns and samples["finish_reason"].astype(bool).all():
+        summary["truncated"] = float((samples["finish_reason"] == TRUNCATED).mean())
     return summary
 
 

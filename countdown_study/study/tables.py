@@ -28,8 +28,10 @@ METRICS = (
     "mean_score",
     "exact_rate",
     "well_formed",
+    "answer_spans_per_rollout",
+    "truncated",
 )
-"""Summary metrics reported per method."""
+"""Summary metrics reported per method (``truncated``: share of rollouts cut by the token cap)."""
 
 
 def run_summaries(result: StudyResult, by: str | None = None) -> pd.DataFrame:
