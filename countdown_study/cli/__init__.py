@@ -2,6 +2,10 @@
 
 Each subcommand is a module of this package (``COMMANDS``) providing ``configure_parser(parser)`` and
 ``cli_main(args) -> int``; the library never imports the command line.
+
+A mistake (a bad option, a config the library refuses, a missing file) is one line on stderr,
+``countdown-study <command>: error: <what is wrong>``, and exit status 2; ``--debug`` shows the
+traceback instead.
 """
 
 from __future__ import annotations
@@ -21,10 +25,22 @@ COMMANDS = {
 }
 
 
+USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
+"""Exceptions a command reports as one line (a config or file the library refused), not a traceback."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr (no usage block), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser; each subcommand's module adds its own arguments."""
-    parser = argparse.ArgumentParser(prog="countdown-study", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = OneLineParser(prog="countdown-study", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     for name, (module_name, help_text) in COMMANDS.items():
         module = importlib.import_module(module_name)
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
@@ -35,8 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``countdown-study`` script."""
-    args = build_parser().parse_args(argv)
-    return int(args._module.cli_main(args) or 0)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._module.cli_main(args) or 0)
+    except USER_ERRORS as err:
+        if args.debug:
+            raise
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"{parser.prog} {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 import sys
 from dataclasses import asdict, replace
 
+from countdown_study.countdown import load_tasks
 from countdown_study.countdown.prompts import TEMPLATES
 from countdown_study.evaluation.evaluate import EVAL_SAMPLING, evaluate
 from countdown_study.policy import load_policy
@@ -47,10 +48,8 @@ def cli_main(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         stop_at_answer=args.stop_at_answer,
     )
+    tasks = load_tasks(args.tasks)  # before the policy: a bad task source fails at once
     model, tokenizer = load_policy(args.policy, tokenizer=args.tokenizer)
-    from countdown_study.countdown import load_tasks
-
-    tasks = load_tasks(args.tasks)
     result = evaluate(
         model,
         tokenizer,

@@ -27,6 +27,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+RESERVED = ("preset",)
+"""Parameters set by their own option (``--preset``), not by ``-p``."""
+
+
+def check_parameters(extra: dict) -> None:
+    """Refuse ``-p`` parameters a notebook cannot take: reserved names and non-scalar values."""
+    for name, value in extra.items():
+        if name in RESERVED:
+            raise ValueError(f"-p {name}: set it with --{name}")
+        if not (value is None or isinstance(value, str | int | float | bool)):
+            raise ValueError(f"-p {name}: a parameter must be a number, a string or a boolean, got {value!r}")
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Run the notebooks and print one line per notebook; exit 1 if any failed."""
     import yaml
@@ -36,6 +49,7 @@ def cli_main(args: argparse.Namespace) -> int:
         print(f"no study notebooks in {notebooks_dir()}")
         return 1
     extra = {name: yaml.safe_load(value) for name, value in args.parameter}
+    check_parameters(extra)
     outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
     for o in outcomes:
         status = "ok    " if o.ok else "FAILED"

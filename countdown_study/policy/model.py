@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,6 +121,35 @@ def _load_tokenizer(source: str | Path):
     return AutoTokenizer.from_pretrained(source)
 
 
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+"""A Hugging Face model id: ``owner/name``."""
+
+
+def policy_source(name_or_path: str | Path) -> Path | str:
+    """Where a policy comes from: the embedded checkpoint's folder, a local folder, or a Hugging Face id.
+
+    A name that is neither an existing folder nor shaped like a hub id (``owner/name``) is refused here,
+    naming it, instead of failing later inside the hub client.
+    """
+    if str(name_or_path) == "embedded":
+        if not (EMBEDDED_CHECKPOINT_DIR / "config.json").exists():
+            raise FileNotFoundError(
+                f"the embedded checkpoint is missing from {EMBEDDED_CHECKPOINT_DIR}; "
+                "make it with `countdown-study sft --ship`"
+            )
+        return EMBEDDED_CHECKPOINT_DIR
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise NotADirectoryError(f"policy {str(name_or_path)!r} is a file; give its save_pretrained folder")
+    if not _HUB_ID.fullmatch(str(name_or_path)):
+        raise FileNotFoundError(
+            f"policy {str(name_or_path)!r} is neither an existing folder nor a Hugging Face id (owner/name)"
+        )
+    return str(name_or_path)
+
+
 def load_policy(
     name_or_path: str | Path = "embedded", tokenizer: str | Path | None = None, dtype=torch.float32
 ):
@@ -128,12 +158,7 @@ def load_policy(
     ``tokenizer`` overrides where the tokenizer comes from (the reports' SFT checkpoint uses
     ``Qwen/Qwen2.5-0.5B``'s). The model is returned in eval mode.
     """
-    source = EMBEDDED_CHECKPOINT_DIR if str(name_or_path) == "embedded" else name_or_path
-    if str(name_or_path) == "embedded" and not (EMBEDDED_CHECKPOINT_DIR / "config.json").exists():
-        raise FileNotFoundError(
-            f"the embedded checkpoint is missing from {EMBEDDED_CHECKPOINT_DIR}; "
-            "make it with `countdown-study sft --ship`"
-        )
+    source = policy_source(name_or_path)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     tok = _load_tokenizer(tokenizer or source)
     if tok.pad_token is None:
@@ -165,9 +190,9 @@ def policy_fingerprint(name_or_path: str | Path = "embedded") -> str:
     ``"embedded"`` and local folders: ``sha256:<16 hex>`` over the weight files and ``config.json``.
     A Hugging Face id that is not a local folder: the id itself (no hub is reachable to ask its revision).
     """
-    source = EMBEDDED_CHECKPOINT_DIR if str(name_or_path) == "embedded" else Path(name_or_path)
-    if not source.is_dir():
-        return str(name_or_path)
+    source = policy_source(name_or_path)
+    if isinstance(source, str):  # a hub id
+        return source
     files = sorted(f for pattern in WEIGHT_FILE_PATTERNS for f in source.glob(pattern) if f.is_file())
     if not files:
         raise FileNotFoundError(f"no weight files ({', '.join(WEIGHT_FILE_PATTERNS)}) in {source}")

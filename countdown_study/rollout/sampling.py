@@ -11,6 +11,12 @@ from dataclasses import dataclass
 ENGINES = ("native", "hf", "vllm")
 """Rollout engines ``sample`` knows."""
 
+MIN_TEMPERATURE = 1e-2
+"""Lowest temperature: below it a draw is greedy for every practical purpose, and ``logits / T`` leaves
+the range a softmax in bf16 or fp32 keeps finite (1e-300 gave NaN probabilities and garbage text)."""
+MAX_TEMPERATURE = 100.0
+"""Highest temperature: above it the distribution is uniform for every practical purpose (inf is)."""
+
 DTYPE_NAMES = ("float32", "bfloat16")
 """Sampling dtypes: the weights are copied to this dtype for sampling (log-probs are computed in fp32)."""
 
@@ -41,8 +47,10 @@ class SamplingConfig:
             raise ValueError(f"unknown sampling dtype {self.dtype!r}; choose one of {list(DTYPE_NAMES)}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if not MIN_TEMPERATURE <= self.temperature <= MAX_TEMPERATURE:
+            raise ValueError(
+                f"temperature must lie in [{MIN_TEMPERATURE}, {MAX_TEMPERATURE}], got {self.temperature}"
+            )
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:

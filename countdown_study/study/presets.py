@@ -18,7 +18,7 @@ from countdown_study.runs.store import RunStore
 from countdown_study.training.common import evaluate_run, load_run_policy, study_tasks
 from countdown_study.training.ipo import IPOConfig
 from countdown_study.training.loop import TrainConfig
-from countdown_study.training.specs import DataSpec, EvalSpec
+from countdown_study.training.specs import DataSpec, EvalSpec, check_seed
 
 # ---------------------------------------------------------------------------------------------------
 # Presets
@@ -153,6 +153,9 @@ class EvalRunConfig:
     """Sampling seed."""
     threads: int = 2
     """torch threads."""
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed)
 
 
 def evaluate_policy_run(config: EvalRunConfig, root=None, wait: bool = True) -> RunStore:

@@ -31,6 +31,8 @@ def study_tasks(data: DataSpec) -> tuple[list[Task], list[Task]]:
     """(training pool, evaluation tasks): evaluation keys removed from the pool, first ``eval_limit`` kept."""
     held_out = load_tasks(data.eval_tasks)
     eval_tasks = dedupe(held_out)[: data.eval_limit]
+    if not eval_tasks:
+        raise ValueError(f"the evaluation source {data.eval_tasks!r} holds no tasks")
     all_eval_keys = {t.key for t in held_out}
     pool = [t for t in load_tasks(data.train_tasks) if t.key not in all_eval_keys]
     if not pool:

@@ -36,7 +36,7 @@ from countdown_study.training.common import (
     save_final,
     study_tasks,
 )
-from countdown_study.training.specs import DataSpec, EvalSpec
+from countdown_study.training.specs import DataSpec, EvalSpec, check_positive, check_seed
 
 # ---------------------------------------------------------------------------------------------------
 # The IPO stage: SFT samples -> verifier-labelled pairs -> IPO updates -> evaluation
@@ -80,6 +80,11 @@ class IPOConfig:
     def __post_init__(self) -> None:
         if self.group_size < 2:
             raise ValueError(f"pairs need group_size >= 2, got {self.group_size}")
+        if min(self.prompts, self.epochs, self.batch_pairs, self.max_pairs_per_prompt) < 1:
+            raise ValueError("prompts, epochs, batch_pairs and max_pairs_per_prompt must be >= 1")
+        check_positive("lr", self.lr)
+        check_positive("tau", self.tau)
+        check_seed(self.seed)
 
 
 def _sequence_scores(model, prompt_ids, completion_ids, length_normalize: bool) -> torch.Tensor:

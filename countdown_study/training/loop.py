@@ -39,7 +39,7 @@ from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_lo
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.runs.store import RunStore
-from countdown_study.samplers import Batch, Sampler, make_sampler
+from countdown_study.samplers import SAMPLERS, Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
 from countdown_study.training.aux import build_aux_losses
 from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
@@ -51,7 +51,7 @@ from countdown_study.training.common import (
     save_final,
     study_tasks,
 )
-from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec
+from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
 
 # ---------------------------------------------------------------------------------------------------
 # Config and presets
@@ -108,6 +108,12 @@ class TrainConfig:
             raise ValueError("prompts_per_step and micro_batch must be >= 1 and steps >= 0")
         if self.checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
+        check_positive("lr", self.lr)
+        check_positive("grad_clip", self.grad_clip)
+        check_positive("weight_decay", self.weight_decay, allow_zero=True)
+        check_seed(self.seed)
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {self.sampler!r}; known samplers: {sorted(SAMPLERS)}")
 
 
 PRESETS: dict[str, TrainConfig] = {

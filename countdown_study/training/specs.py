@@ -11,6 +11,7 @@ run folder.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from countdown_study.evaluation.evaluate import EVAL_SAMPLING
@@ -20,6 +21,19 @@ TRAIN_POOL = "generated:20000:1"
 """The study's training pool: 20,000 generated tasks (seed 1); evaluation keys are removed from it."""
 HELD_OUT = "generated:1000:0"
 """The held-out evaluation source: 1,000 generated tasks (seed 0), never seen by the embedded SFT stage."""
+
+
+def check_positive(name: str, value: float, allow_zero: bool = False) -> None:
+    """Refuse a setting that is not a finite number above zero (or at least zero), naming it."""
+    if not (math.isfinite(value) and (value >= 0 if allow_zero else value > 0)):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value}")
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a run seed that is not a non-negative integer (seeds derive streams from it)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
 
 
 @dataclass(frozen=True)
