@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import combinations
 
 import datasets
@@ -215,7 +216,9 @@ def test_bad_row_error_names_row_and_field(tmp_path, bad, field, reason):
 def test_bad_csv_cells_and_bad_json_line(tmp_path):
     csv_path = tmp_path / "bad.csv"
     csv_path.write_text('target,nums\n6,"[1, 2, 3]"\n3.5,"[1, 2, 3]"\n6,"[1, 2, a]"\n,"[1, 2, 3]"\n')
-    with pytest.raises(TaskRowError, match=r"row 1, field 'target': '3.5' is not an integer"):
+    with pytest.raises(
+        TaskRowError, match=r"row 1, field 'target': 3.5 is not an integer"
+    ):  # as JSON reads it
         load_tasks(csv_path)
     tasks, report = load_tasks_with_report(csv_path, on_invalid="drop")
     assert tasks == [Task((1, 2, 3), 6)]
@@ -228,6 +231,56 @@ def test_bad_csv_cells_and_bad_json_line(tmp_path):
     array_path.write_text('[{"target": 6, "nums": [1, 2, 3]},')
     with pytest.raises(ValueError, match="not a valid JSON array"):
         load_tasks(array_path)
+
+
+def test_csv_and_json_lines_agree_on_integers(tmp_path):
+    # '6.0' is the integral number 6 in both; the Arabic-Indic digit '٦' is text in both
+    for target, expected in (("6.0", [Task((1, 2, 3), 6)]), ("٦", None)):
+        csv_path = tmp_path / "t.csv"
+        csv_path.write_text(f'target,nums\n{target},"[1, 2, 3]"\n', encoding="utf-8")
+        json_path = tmp_path / "t.jsonl"
+        json_value = target if target == "6.0" else json.dumps(target)
+        json_path.write_text(f'{{"target": {json_value}, "nums": [1, 2, 3]}}\n', encoding="utf-8")
+        for path in (csv_path, json_path):
+            if expected is None:
+                with pytest.raises(TaskRowError, match="field 'target'.* is not an integer"):
+                    load_tasks(path)
+            else:
+                assert load_tasks(path) == expected, path.name
+
+
+def test_byte_order_mark_and_unreadable_files_are_named(tmp_path):
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes('\ufefftarget,nums\n6,"[1, 2, 3]"\n'.encode())
+    assert load_tasks(bom) == [Task((1, 2, 3), 6)]
+    bom_lines = tmp_path / "bom.jsonl"
+    bom_lines.write_bytes('\ufeff{"target": 6, "nums": [1, 2, 3]}\n'.encode())
+    assert load_tasks(bom_lines) == [Task((1, 2, 3), 6)]
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b'target,nums\n6,"[1, 2, 3]"\n\xff\xfe,x\n')
+    with pytest.raises(ValueError, match=f"{latin}: cannot read as .csv"):
+        load_tasks(latin)
+    huge = tmp_path / "huge.csv"
+    huge.write_text('target,nums\n6,"' + "1" * 200_000 + '"\n')
+    with pytest.raises(ValueError, match=f"{huge}: cannot read as .csv: field larger than field limit"):
+        load_tasks(huge)
+    torn = tmp_path / "torn.parquet"
+    pd.DataFrame(ROWS).to_parquet(torn)
+    torn.write_bytes(torn.read_bytes()[:-40])
+    with pytest.raises(ValueError, match=re.escape(str(torn))):  # pyarrow's message, which names it
+        load_tasks(torn)
+    torn.write_bytes(b"PAR1" + bytes(64) + b"PAR1")  # magic bytes, garbage footer
+    with pytest.raises(ValueError, match=re.escape(str(torn))):
+        load_tasks(torn)
+
+
+def test_folder_of_several_formats_is_refused(tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    _write_jsonl(folder / "a.jsonl", [{"target": 6, "nums": [1, 2, 3]}])
+    (folder / "b.csv").write_text('target,nums\n6,"[1, 2, 3]"\n')
+    with pytest.raises(ValueError, match=r"several formats \['.csv', '.jsonl'\]"):
+        load_tasks(folder)
 
 
 def test_float_column_in_parquet(tmp_path):

@@ -227,3 +227,20 @@ def test_auxiliary_objective_settings_change_the_run_id_and_train(tiny_policy, t
         AUX_LOSSES.pop("scaled")
     with pytest.raises(ValueError, match=r"unknown auxiliary objective\(s\) \['vcc'\]"):
         train(tiny_config(tiny_policy, aux_losses=(AuxLossSpec("vcc"),)), root=tmp_path, progress=False)
+
+
+def test_unsolvable_evaluation_tasks_are_counted_in_a_warning(tiny_policy, tmp_path):
+    held_out = tmp_path / "held_out.jsonl"
+    rows = [
+        {"target": 6, "nums": [1, 2, 3]},
+        {"target": 97, "nums": [1, 1, 1]},
+        {"target": 9, "nums": [2, 3, 4]},
+    ]
+    held_out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(UserWarning, match=r"1 of 3 evaluation tasks from '.*held_out.jsonl' have no solution"):
+        pool, eval_tasks = study_tasks(tiny_data(tiny_policy, eval_tasks=str(held_out), eval_limit=10))
+    assert len(eval_tasks) == 3 and pool
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="evaluation source '.*empty.jsonl' holds no tasks"):
+        study_tasks(tiny_data(tiny_policy, eval_tasks=str(empty)))

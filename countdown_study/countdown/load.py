@@ -131,7 +131,7 @@ def _rows_from_records(records: list[object]) -> _Rows:
 
 def _read_json(path: Path, limit: int | None) -> _Rows:
     """A JSON array of objects, or JSON lines (what ``Dataset.to_json`` writes)."""
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not part of the data
     if text.lstrip().startswith("["):
         try:
             return _rows_from_records(json.loads(text)[:limit])
@@ -172,18 +172,26 @@ def _parse_list_text(text: str) -> object:
 
 
 def _parse_csv_cell(cell: str | None, field: str) -> object:
-    """A CSV cell as a Python value: '' -> missing, '12' -> 12, '[1, 2]' -> [1, 2], else the text."""
+    """A CSV cell as a Python value: '' -> missing, '12' -> 12, '[1, 2]' -> [1, 2], else the text.
+
+    Numbers are read as JSON reads them, so CSV and JSON lines agree: '6.0' is the integral float 6.0
+    (accepted), '٦' is text (refused; ``int`` would read it as 6).
+    """
     if cell is None or not cell.strip():
         return _MISSING
     text = cell.strip()
-    if field == "target" and re.fullmatch(r"[+-]?\d+", text):
-        return int(text)
-    return _parse_list_text(text) if field == "nums" else text
+    if field == "target":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        return value if isinstance(value, int | float) else text
+    return _parse_list_text(text)
 
 
 def _read_csv(path: Path, limit: int | None) -> _Rows:
     rows = _Rows([], [], {})
-    with path.open(newline="") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle:  # a byte-order mark is not a column name
         for index, record in enumerate(csv.DictReader(handle)):
             if limit is not None and index >= limit:
                 break
@@ -242,8 +250,24 @@ def _read_source(source: str | Path, split: str, limit: int | None, cache_dir: s
             raise ValueError(
                 f"unknown file type {suffix or '(none)'!r} for {text}; expected one of {FILE_SUFFIXES}"
             )
-        return readers[suffix](path, limit)
+        try:
+            return readers[suffix](path, limit)
+        except (
+            UnicodeDecodeError,
+            csv.Error,
+            OSError,
+            ValueError,
+        ) as error:  # name the file in every failure
+            message = str(error)
+            raise ValueError(
+                message if text in message else f"{text}: cannot read as {suffix}: {message}"
+            ) from error
     if path.is_dir():
+        formats = sorted({f.suffix.lower() for f in path.rglob("*") if f.suffix.lower() in FILE_SUFFIXES})
+        if len(formats) > 1:
+            raise ValueError(
+                f"{text} holds task files of several formats {formats}; keep one format per folder"
+            )
         return _read_hub(text, split, limit, cache_dir)
     if isinstance(source, Path) or suffix in FILE_SUFFIXES or text.startswith(("/", ".", "~")):
         raise FileNotFoundError(f"task file not found: {text}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
+from countdown_study.countdown.generate import solvable
 from countdown_study.countdown.load import load_tasks
 from countdown_study.countdown.prompts import format_prompt
 from countdown_study.countdown.splits import dedupe
@@ -33,6 +35,13 @@ def study_tasks(data: DataSpec) -> tuple[list[Task], list[Task]]:
     eval_tasks = dedupe(held_out)[: data.eval_limit]
     if not eval_tasks:
         raise ValueError(f"the evaluation source {data.eval_tasks!r} holds no tasks")
+    unsolvable = int((~solvable(eval_tasks)).sum())
+    if unsolvable:
+        warnings.warn(
+            f"{unsolvable} of {len(eval_tasks)} evaluation tasks from {data.eval_tasks!r} have no solution "
+            "(they count as failures for every method)",
+            stacklevel=2,
+        )
     all_eval_keys = {t.key for t in held_out}
     pool = [t for t in load_tasks(data.train_tasks) if t.key not in all_eval_keys]
     if not pool:
