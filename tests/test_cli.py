@@ -44,3 +44,10 @@ def test_mistakes_are_one_line_and_exit_2(argv, expected, capsys, tmp_path):
 def test_debug_shows_the_traceback():
     with pytest.raises(ValueError, match="lr must be a finite number"):
         main(["--debug", "train", "--lr", "nan"])
+
+
+def test_runs_verify_on_a_missing_store_is_one_line(capsys, tmp_path):
+    assert main(["runs", "verify", "--root", str(tmp_path / "none")]) == 2
+    assert (
+        capsys.readouterr().err.strip() == f"countdown-study runs: error: no run store at {tmp_path / 'none'}"
+    )

@@ -293,7 +293,7 @@ def test_provenance_fields_and_git_sha(tmp_path):
     store.finish()
     finished = store.provenance()
     assert finished["finished"] >= finished["started"]
-    assert (store.path / "DONE").read_text().strip() == finished["finished"]
+    assert json.loads((store.path / "DONE").read_text())["finished"] == finished["finished"]
 
 
 def test_git_state_outside_a_repository(tmp_path):
@@ -342,3 +342,15 @@ def test_git_state_counts_code_changes_not_study_outputs(tmp_path):
     assert git_state(tmp_path)["git_dirty"] is False
     (tmp_path / "code.py").write_text("x = 2\n")
     assert git_state(tmp_path)["git_dirty"] is True
+
+
+def test_results_are_group_readable_and_kill_leftovers_are_cleaned(tmp_path):
+    from countdown_study.runs.files import FILE_MODE, remove_temporaries
+
+    target = tmp_path / "table.csv"
+    atomic_write_text(target, "a\n")
+    assert target.stat().st_mode & 0o777 == FILE_MODE and FILE_MODE & 0o040  # group can read
+    left = tmp_path / "sub" / ".table.csv.abc123.tmp"  # what a kill inside atomic_path leaves
+    left.parent.mkdir()
+    left.write_text("half")
+    assert remove_temporaries(tmp_path) == [left] and not left.exists() and target.exists()

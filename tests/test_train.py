@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -244,3 +245,72 @@ def test_unsolvable_evaluation_tasks_are_counted_in_a_warning(tiny_policy, tmp_p
     empty.write_text("")
     with pytest.raises(ValueError, match="evaluation source '.*empty.jsonl' holds no tasks"):
         study_tasks(tiny_data(tiny_policy, eval_tasks=str(empty)))
+
+
+@pytest.mark.parametrize(
+    ("damage", "file"),
+    [
+        (lambda run: (run / "results.json").write_text('{"eval": {"pass@1": 0.99}}\n'), "results.json"),
+        (lambda run: (run / "steps.jsonl").write_text((run / "steps.jsonl").read_text().split("\n", 1)[1]),
+         "steps.jsonl"),
+        (lambda run: (run / "tables" / "eval.parquet").unlink(), "eval.parquet"),
+    ],
+    ids=["edited results", "truncated step log", "missing table"],
+)  # fmt: skip
+def test_a_damaged_finished_run_is_refused_naming_run_and_file(tiny_policy, tmp_path, damage, file, capsys):
+    from countdown_study.cli import main
+    from countdown_study.runs.store import RunCorruptError
+
+    config = tiny_config(tiny_policy, steps=2)
+    store = train(config, root=tmp_path, progress=False)
+    assert store.verify() == []
+    damage(store.path)
+    with pytest.raises(RunCorruptError, match=rf"run {store.run_id} is corrupt: .*{file}"):
+        train(config, root=tmp_path, progress=False)
+    with pytest.raises(RunCorruptError, match=file):
+        store.load_results()
+    assert main(["runs", "verify", "--root", str(tmp_path)]) == 1
+    assert file in capsys.readouterr().out
+
+
+def _interrupted(tiny_policy, root, steps_before: int):
+    """A run of 4 steps (checkpoint every 2) whose attempt stopped after ``steps_before`` steps."""
+    from countdown_study.training import loop
+
+    config = tiny_config(tiny_policy, steps=4, checkpoint_every=2)
+    original = loop.rloo_step
+
+    def stop_after(step, *args, **kwargs):
+        if step == steps_before:
+            raise KeyboardInterrupt
+        return original(step, *args, **kwargs)
+
+    loop.rloo_step = stop_after
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(config, root=root, progress=False)
+    finally:
+        loop.rloo_step = original
+    return config
+
+
+@pytest.mark.parametrize("damage", ["unreadable checkpoint", "step log lost before the checkpoint"])
+def test_a_bad_checkpoint_starts_the_run_over_to_the_same_result(tiny_policy, tmp_path, damage):
+    reference = train(
+        tiny_config(tiny_policy, steps=4, checkpoint_every=2), root=tmp_path / "ok", progress=False
+    )
+    config = _interrupted(tiny_policy, tmp_path / "bad", steps_before=3)
+    (run,) = (tmp_path / "bad").iterdir()
+    checkpoint = run / "checkpoints" / "last.pt"
+    assert torch.load(checkpoint, weights_only=False)["step"] == 2
+    if damage == "unreadable checkpoint":
+        checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+        expected = "cannot be read"
+    else:
+        (run / "steps.jsonl").write_text("")
+        expected = "is at step 2 but the step log lacks some of steps 0..1"
+    with pytest.warns(UserWarning, match=rf"checkpoint {re.escape(str(checkpoint))} {expected}"):
+        resumed = train(config, root=tmp_path / "bad", progress=False)
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
+    assert strip(resumed.read_steps()) == strip(reference.read_steps())
+    assert resumed.load_results()["eval"] == reference.load_results()["eval"]

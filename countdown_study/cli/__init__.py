@@ -1,4 +1,4 @@
-"""The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``.
+"""The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``, ``runs``.
 
 Each subcommand is a module of this package (``COMMANDS``) providing ``configure_parser(parser)`` and
 ``cli_main(args) -> int``; the library never imports the command line.
@@ -22,6 +22,7 @@ COMMANDS = {
         "evaluate a policy: pass@k, mean score, well-formed rate",
     ),
     "run": ("countdown_study.cli.run", "execute the study notebooks in order with papermill"),
+    "runs": ("countdown_study.cli.runs", "check the run store: every finished run against its checksums"),
 }
 
 

@@ -16,6 +16,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+
+def _file_mode() -> int:
+    mask = os.umask(0o022)  # read the process's umask (set back at once)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+FILE_MODE = _file_mode()
+"""Mode of every file written atomically: what ``open`` gives a new file under this process's umask."""
+
 # ---------------------------------------------------------------------------------------------------
 # Canonical config and run id
 # ---------------------------------------------------------------------------------------------------
@@ -54,7 +64,12 @@ def canonical_json(config: Any) -> str:
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path``, on error it is removed."""
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, on error it is removed.
+
+    The file gets the mode a plain ``open`` would give it (``0o666`` less the umask: readable by the
+    group), not the private ``0o600`` of a temporary file. A kill between the two leaves a
+    ``.<name>.*.tmp`` file behind; ``remove_temporaries`` clears them.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
@@ -64,9 +79,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def remove_temporaries(folder: str | Path) -> list[Path]:
+    """Delete the temporary files ``atomic_path`` left in ``folder`` (and below) when a process was killed."""
+    left = [p for p in Path(folder).rglob(".*.tmp") if p.is_file()]
+    for path in left:
+        path.unlink(missing_ok=True)
+    return left
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -10,7 +10,10 @@ twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_
 * ``tables/<name>.parquet``: evaluation tables.
 * ``results.json``: the run's final results.
 * ``checkpoints/``: model weights, ignored by git (a ``.gitignore`` inside says so).
-* ``DONE``: written last, after everything else; a run is finished iff it exists.
+* ``DONE``: written last, after everything else; a run is finished iff it exists. It records the
+  SHA-256 of the run's results (``results.json``, ``steps.jsonl``, ``tables/*.parquet``), checked
+  whenever a finished run is loaded (``verify``): an edited or truncated result is refused, naming the
+  run and the file (``countdown-study runs verify`` checks a whole store).
 * ``.lock``: held by the process running the run, so that parallel studies never run it twice.
 
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a
@@ -41,6 +44,7 @@ from countdown_study.runs.files import (
     atomic_write_text,
     canonical_json,
     plain,
+    remove_temporaries,
 )
 from countdown_study.runs.provenance import now, provenance
 
@@ -86,6 +90,27 @@ class RunNotFinishedError(RuntimeError):
 
 class RunBusyError(RuntimeError):
     """Asking, without waiting, for a run that another process is running."""
+
+
+class RunCorruptError(RuntimeError):
+    """A finished run whose results no longer match what was recorded when it finished."""
+
+
+CHECKED_FILES = ("results.json", "steps.jsonl", "tables/*.parquet")
+"""The result files whose SHA-256 ``DONE`` records (patterns relative to the run folder)."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def result_files(path: Path) -> list[Path]:
+    """The run folder's files ``CHECKED_FILES`` names, sorted."""
+    return sorted(f for pattern in CHECKED_FILES for f in path.glob(pattern) if f.is_file())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,16 +200,58 @@ class RunStore:
             )
         atomic_write_json(self.path / "provenance.json", provenance(seed))
 
-    def finish(self, results: Mapping[str, Any] | None = None) -> None:
-        """Write ``results.json``, stamp the end time in provenance, then the ``DONE`` marker last."""
+    def finish(self, results: Mapping[str, Any] | None = None, steps: int | None = None) -> None:
+        """Write ``results.json``, stamp the end time in provenance, then the ``DONE`` marker last.
+
+        ``steps``: the run logs one line per step, so its log must hold exactly steps 0 .. steps - 1;
+        a gapped or padded log is refused and the run stays unfinished. ``DONE`` records the SHA-256
+        of every result file (``CHECKED_FILES``).
+        """
         if not (self.path / "provenance.json").exists():
             raise RuntimeError(f"run {self.run_id} was never started; call start() before finish()")
+        if steps is not None:
+            logged = [r["step"] for r in self.read_steps()]
+            if logged != list(range(steps)):
+                raise RunCorruptError(
+                    f"run {self.run_id}: steps.jsonl does not hold steps 0..{steps - 1} once each"
+                )
         if results is not None:
             atomic_write_json(self.path / "results.json", plain(results))
         record = self.provenance()
         record["finished"] = now()
         atomic_write_json(self.path / "provenance.json", record)
-        atomic_write_text(self.path / DONE, record["finished"] + "\n")
+        checksums = {f.relative_to(self.path).as_posix(): _sha256(f) for f in result_files(self.path)}
+        marker = {"finished": record["finished"], "steps": steps, "sha256": checksums}
+        atomic_write_text(self.path / DONE, json.dumps(marker, indent=2, sort_keys=True) + "\n")
+
+    def verify(self) -> list[str]:
+        """What is wrong with a finished run's results, one line each (empty: intact).
+
+        A ``DONE`` from before checksums were recorded (a bare time stamp) has nothing to check against.
+        """
+        try:
+            marker = json.loads((self.path / DONE).read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return []
+        if not isinstance(marker, dict):
+            return []
+        problems = []
+        recorded = marker.get("sha256", {})
+        for name, digest in recorded.items():
+            file = self.path / name
+            if not file.is_file():
+                problems.append(f"{file}: missing")
+            elif _sha256(file) != digest:
+                problems.append(f"{file}: changed since the run finished")
+        extra = {f.relative_to(self.path).as_posix() for f in result_files(self.path)} - set(recorded)
+        problems.extend(f"{self.path / name}: not part of the finished run" for name in sorted(extra))
+        return problems
+
+    def check(self) -> None:
+        """Raise ``RunCorruptError`` naming the run and its files if ``verify`` finds anything."""
+        problems = self.verify()
+        if problems:
+            raise RunCorruptError(f"run {self.run_id} is corrupt: " + "; ".join(problems))
 
     def complete(
         self,
@@ -192,6 +259,7 @@ class RunStore:
         threads: int | None = None,
         resume_checkpoint: str | None = None,
         wait: bool = True,
+        per_step_log: bool = False,
     ) -> RunStore:
         """Finish the run unless it is finished: ``run(self)`` under the lock, then ``finish`` its results.
 
@@ -199,12 +267,16 @@ class RunStore:
         (``wait=False``: ``RunBusyError`` at once). ``threads`` sets torch's thread count before the
         attempt starts, so that provenance records it. With ``resume_checkpoint`` an unfinished attempt
         that left ``checkpoints/<resume_checkpoint>`` is continued (``run`` reads the checkpoint) instead
-        of started over. If ``run`` raises, the run stays unfinished.
+        of started over. If ``run`` raises, the run stays unfinished. ``per_step_log``: the run logs one
+        line per step and its results hold ``steps``; ``finish`` checks the log holds each step once. A
+        finished run is checked against its recorded checksums before it is used (``check``).
         """
         if self.is_done:
+            self.check()
             return self
         with self.lock(wait=wait):
             if self.is_done:  # finished by another process while this one waited
+                self.check()
                 return self
             if threads is not None:
                 torch.set_num_threads(threads)
@@ -215,7 +287,10 @@ class RunStore:
             )
             if not resumable:
                 self.start()
-            self.finish(run(self))
+            else:
+                remove_temporaries(self.path)  # files a killed attempt was writing
+            results = run(self)
+            self.finish(results, steps=results["steps"] if per_step_log else None)
         return self
 
     # -- writing ------------------------------------------------------------------------------------
@@ -287,6 +362,7 @@ class RunStore:
         """``results.json`` of a finished run (empty when none was written); raises if unfinished."""
         if not self.is_done:
             raise RunNotFinishedError(f"run {self.run_id} is not finished (no {DONE} marker in {self.path})")
+        self.check()
         results = self.path / "results.json"
         return json.loads(results.read_text()) if results.exists() else {}
 

@@ -7,6 +7,8 @@ A killed run resumes from its last checkpoint and ends with the same results as 
 from __future__ import annotations
 
 import json
+import pickle
+import warnings
 from pathlib import Path
 
 import torch
@@ -41,12 +43,30 @@ def save_checkpoint(store: RunStore, step: int, model, optimizer, sampler: Sampl
 
 
 def load_checkpoint(store: RunStore, model, optimizer, sampler: Sampler) -> int:
-    """Restore the last checkpoint; returns the number of steps it covers (0 when there is none)."""
+    """Restore the last checkpoint; returns the number of steps it covers (0 when there is none).
+
+    A checkpoint that cannot be read, or whose run's step log lacks a step before it (the lines of those
+    steps cannot be written again), is reported with its path, removed, and the run starts again from
+    step 0 (the same result as an uninterrupted run: every draw derives from the seed and the step).
+    """
     path = store.path / "checkpoints" / CHECKPOINT
     if not path.is_file():
         return 0
-    state = torch.load(path, weights_only=False, map_location=next(model.parameters()).device)
+    try:
+        state = torch.load(path, weights_only=False, map_location=next(model.parameters()).device)
+        step = int(state["step"])
+    except (RuntimeError, EOFError, OSError, ValueError, KeyError, pickle.UnpicklingError) as err:
+        return _start_over(path, f"cannot be read ({type(err).__name__}: {err})")
+    logged = [r["step"] for r in store.read_steps() if r["step"] < step]
+    if logged != list(range(step)):
+        return _start_over(path, f"is at step {step} but the step log lacks some of steps 0..{step - 1}")
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     sampler.load_state_dict(json.loads(state["sampler"]))
-    return int(state["step"])
+    return step
+
+
+def _start_over(path: Path, why: str) -> int:
+    warnings.warn(f"checkpoint {path} {why}; the run starts again from step 0", stacklevel=3)
+    path.unlink()
+    return 0

@@ -163,4 +163,6 @@ def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
 def train_ipo(config: IPOConfig, root=None, progress: bool = True, wait: bool = True):
     """Run (or load) the IPO stage in the run store; returns the finished store (see ``train.train``)."""
     store = RunStore.open(config, root=root, prefix="ipo", identity=policy_identity(config.data.policy))
-    return store.complete(partial(run_ipo, config, progress=progress), threads=config.threads, wait=wait)
+    return store.complete(
+        partial(run_ipo, config, progress=progress), threads=config.threads, wait=wait, per_step_log=True
+    )

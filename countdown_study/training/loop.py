@@ -376,5 +376,5 @@ def train(
     store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.data.policy))
     return store.complete(
         partial(run_training, config, progress=progress),
-        threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait,
+        threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait, per_step_log=True,
     )  # fmt: skip
