@@ -120,3 +120,40 @@ def test_deviations_tables_name_report_value_ours_why_and_where():
     assert "success rate" in deviations("000").set_index("what").loc["reward-adaptive EMA signal", "ours"]
     with pytest.raises(ValueError, match="no deviations recorded for report '009'"):
         deviations("009")
+
+
+def _steps():
+    rows = []
+    for method, levels in (("Sliding window", [0, 0, 1, 2, 1]), ("Staged thirds", [0, 1, 1, 2, 2])):
+        for seed in (0, 1):
+            for step, level in enumerate(levels):
+                rows.append({"method": method, "seed": seed, "step": step, "reward_mean": 0.1 * step,
+                             "exact_rate": 0.05 * step, "sampler_level": level,
+                             "sampler_window_mean": 0.2 + 0.03 * step})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_training_curves_one_colour_per_method_and_one_legend():
+    from countdown_study.reporting import plots
+
+    fig = plots.training_curves(_steps(), metrics=("reward_mean", "exact_rate", "sampler_level"))
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    colours = [[line.get_color() for line in ax.get_lines()] for ax in panels]
+    assert all(c == colours[0] for c in colours) and len(set(colours[0])) == 2  # same method, same colour
+    assert len(fig.legends) == 1 and [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "Sliding window", "Staged thirds",
+    ]  # fmt: skip
+    assert [ax.get_title() for ax in panels] == [
+        "training-batch reward (mean)", "training-batch exact rate", "controller level",
+    ]  # fmt: skip
+
+
+def test_controller_figure_names_levels_and_draws_the_thresholds():
+    from countdown_study.reporting import plots
+
+    fig = plots.controller_figure(_steps(), low=0.24, high=0.30)
+    level_ax, window_ax = fig.axes[:2]
+    assert [t.get_text() for t in level_ax.get_yticklabels()] == ["easy", "medium", "hard"]
+    flat = [line.get_ydata()[0] for line in window_ax.get_lines() if len(set(line.get_ydata())) == 1]
+    assert sorted(flat) == [0.24, 0.30]
+    assert {t.get_text() for t in window_ax.texts} == {"tau_low 0.24", "tau_high 0.30"}

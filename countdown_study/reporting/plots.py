@@ -16,10 +16,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import matplotlib
 import matplotlib.style
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 STYLE = ("seaborn-v0_8", "seaborn-v0_8-whitegrid", "seaborn-v0_8-paper")
 """Matplotlib styles every figure here is drawn in."""
@@ -76,6 +78,46 @@ def grouped_bars(table: pd.DataFrame, group: str, metric: str = "pass@1", title:
     return fig
 
 
+LABELS = {
+    "reward_mean": "training-batch reward (mean)",
+    "exact_rate": "training-batch exact rate",
+    "mixed_groups": "groups with mixed outcomes",
+    "sampler_level": "controller level",
+    "sampler_window_mean": "recent pass rate (window mean)",
+    "sampler_ema_3": "success EMA, 3-number bucket",
+    "sampler_ema_4": "success EMA, 4-number bucket",
+    "sampler_unlocked": "hard bucket unlocked",
+    "sampler_unknown": "prompts never observed",
+    "sampler_too_hard": "prompts too hard",
+    "sampler_learnable": "prompts learnable",
+    "sampler_too_easy": "prompts too easy",
+}
+"""Axis labels of step-log columns (others: the column name without ``sampler_``, spaces for ``_``)."""
+LEVEL_NAMES = ("easy", "medium", "hard")
+"""Names of the sliding-window controller's levels, by index."""
+
+
+def label(column: str) -> str:
+    """A readable axis label for a step-log column."""
+    return LABELS.get(column, column.removeprefix("sampler_").replace("_", " "))
+
+
+def method_colours(methods: Sequence[str]) -> dict[str, str]:
+    """One colour per method, the same in every panel of a figure (the style's colour cycle, in order)."""
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    return {method: cycle[i % len(cycle)] for i, method in enumerate(methods)}
+
+
+def _methods(steps: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(steps["method"]))
+
+
+def _legend(fig: Figure, colours: dict[str, str]) -> None:
+    """One legend for the whole figure, methods in study order, below the panels."""
+    handles = [Line2D([], [], color=colour, label=method) for method, colour in colours.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=7)
+
+
 @_styled
 def training_curves(
     steps: pd.DataFrame,
@@ -83,22 +125,57 @@ def training_curves(
     smooth: int = 5,
     columns: int = 3,
 ) -> Figure:
-    """Step-log metrics over training per method (rolling mean over ``smooth`` steps, seeds averaged)."""
+    """Step-log metrics over training per method (rolling mean over ``smooth`` steps, seeds averaged).
+
+    One colour per method across every panel and one legend; panel titles name what is plotted (the
+    step log's rewards are the training batches', not the held-out evaluation's).
+    """
     cols = min(columns, len(metrics))
     rows = (len(metrics) + cols - 1) // cols
-    fig = Figure(figsize=(4.2 * cols, 3.0 * rows), layout="constrained")
+    fig = Figure(figsize=(4.2 * cols, 3.0 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
+    colours = method_colours(_methods(steps))
     for ax, metric in zip(axes.flat, metrics, strict=False):
         for method, group in steps.groupby("method", sort=False):
-            if group[metric].isna().all():
+            if metric not in group or group[metric].isna().all():
                 continue
             curve = group.groupby("step")[metric].mean().rolling(smooth, min_periods=1).mean()
-            ax.plot(curve.index, curve.to_numpy(), label=method)
-        ax.set_xlabel("step")
-        ax.set_ylabel(metric)
+            ax.plot(curve.index, curve.to_numpy(), color=colours[method])
+        ax.set_xlabel("training step")
+        ax.set_title(label(metric), fontsize=9)
     for ax in list(axes.flat)[len(metrics) :]:
         ax.set_visible(False)
-    axes[0][0].legend(fontsize=7)
+    _legend(fig, colours)
+    return fig
+
+
+@_styled
+def controller_figure(steps: pd.DataFrame, low: float, high: float, prefix: str = "sampler_") -> Figure:
+    """Report 001's controller over training: the level of each step by name, and the window mean it
+    decides on with the thresholds ``low`` / ``high`` (tau_low, tau_high); seeds averaged."""
+    level, window = f"{prefix}level", f"{prefix}window_mean"
+    controlled = steps[steps[level].notna()] if level in steps else steps.iloc[:0]
+    fig = Figure(figsize=(9.0, 3.4), layout="constrained")
+    level_ax, window_ax = fig.subplots(1, 2)
+    colours = method_colours(_methods(controlled))
+    for method, group in controlled.groupby("method", sort=False):
+        by_step = group.groupby("step")
+        level_ax.step(by_step[level].mean().index, by_step[level].mean().to_numpy(), where="post",
+                      color=colours[method])  # fmt: skip
+        if window in group and group[window].notna().any():
+            window_ax.plot(
+                by_step[window].mean().index, by_step[window].mean().to_numpy(), color=colours[method]
+            )
+    level_ax.set_yticks(range(len(LEVEL_NAMES)), LEVEL_NAMES)
+    level_ax.set_title("level of each training batch", fontsize=9)
+    for value, name in ((low, "tau_low"), (high, "tau_high")):
+        window_ax.axhline(value, color="0.3", linestyle="--", linewidth=0.8)
+        window_ax.annotate(f"{name} {value:.2f}", (0, value), xycoords=("axes fraction", "data"), fontsize=7,
+                           xytext=(2, 2), textcoords="offset points")  # fmt: skip
+    window_ax.set_title("recent pass rate of training batches (window mean)", fontsize=9)
+    for ax in (level_ax, window_ax):
+        ax.set_xlabel("training step")
+    _legend(fig, colours)
     return fig
 
 
