@@ -157,3 +157,17 @@ def test_controller_figure_names_levels_and_draws_the_thresholds():
     flat = [line.get_ydata()[0] for line in window_ax.get_lines() if len(set(line.get_ydata())) == 1]
     assert sorted(flat) == [0.24, 0.30]
     assert {t.get_text() for t in window_ax.texts} == {"tau_low 0.24", "tau_high 0.30"}
+
+
+def test_figure_index_lists_each_figure_with_caption_notebook_and_preset(tmp_path):
+    from countdown_study.reporting import outputs, plots
+
+    fig = plots.controller_figure(_steps(), low=0.24, high=0.30)
+    outputs.save_figure(
+        fig, "controller", {"notebook": "04_sliding_window_001", "preset": "tiny"}, folder=tmp_path
+    )
+    index = outputs.write_figure_index(tmp_path).read_text()
+    row = (
+        "| [controller](controller.png) | level of each training batch; recent pass rate of training batches "
+    )
+    assert row in index and "| 04_sliding_window_001 | tiny |" in index

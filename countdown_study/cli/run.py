@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from countdown_study.paths import notebooks_dir, results_dir
+from countdown_study.paths import figures_dir, notebooks_dir, results_dir
+from countdown_study.reporting.outputs import write_figure_index
 from countdown_study.study.pipeline import PRESETS, list_notebooks, run_notebooks
 
 
@@ -57,6 +58,9 @@ def cli_main(args: argparse.Namespace) -> int:
             f"{status} {o.notebook:40s} {o.seconds:7.1f}s  {o.output}"
             + (f"\n       {o.error}" if o.error else "")
         )
+    figures = figures_dir(args.preset)
+    if figures.is_dir():
+        print(f"figure index: {write_figure_index(figures)}")
     failed = [o for o in outcomes if not o.ok]
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; results in {results_dir()}")
     return 1 if failed else 0

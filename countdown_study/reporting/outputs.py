@@ -11,6 +11,7 @@ Imports no torch (nor IPython: the notebook display is looked up only inside a r
 from __future__ import annotations
 
 import io
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from countdown_study.paths import PAPER_PRESET, figures_dir, tables_dir
-from countdown_study.runs.files import atomic_path, atomic_write_json, plain
+from countdown_study.runs.files import atomic_path, atomic_write_json, atomic_write_text, plain
 from countdown_study.runs.provenance import git_state, now, package_versions
 
 FILE_DPI = 150
@@ -68,10 +69,39 @@ def save_figure(
     for suffix in (".png", ".pdf"):
         with atomic_path(folder / f"{name}{suffix}") as tmp:
             fig.savefig(tmp, format=suffix[1:], dpi=FILE_DPI, bbox_inches="tight")
-    atomic_write_json(folder / f"{name}.meta.json", provenance_record(**(meta or {})))
+    record = provenance_record(**(meta or {}))
+    atomic_write_json(folder / f"{name}.meta.json", {**record, "caption": caption(fig)})
     if in_notebook() if show is None else show:
         show_figure(fig)
     return png
+
+
+def caption(fig) -> str:
+    """A figure's caption from its own titles: the figure title, else its panels' titles joined."""
+    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    panels = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    return title or "; ".join(dict.fromkeys(panels))
+
+
+def write_figure_index(folder: Path | None = None) -> Path:
+    """``README.md`` in a figures folder: every figure with its caption, notebook and preset (from its
+    ``.meta.json``), so a reader can find a figure without opening the notebooks."""
+    folder = folder or figures_dir()
+    lines = [
+        "# Figures",
+        "",
+        "Generated from each figure's `.meta.json` (`reporting.outputs.write_figure_index`).",
+        "",
+    ]
+    lines += ["| figure | caption | notebook | preset |", "|---|---|---|---|"]
+    for meta_file in sorted(folder.glob("*.meta.json")):
+        name = meta_file.name.removesuffix(".meta.json")
+        meta = json.loads(meta_file.read_text())
+        lines.append(f"| [{name}]({name}.png) | {meta.get('caption', '')} | {meta.get('notebook', '')} | "
+                     f"{meta.get('preset', '')} |")  # fmt: skip
+    target = folder / "README.md"
+    atomic_write_text(target, "\n".join(lines) + "\n")
+    return target
 
 
 def _preset(meta: Mapping[str, Any] | None) -> str:
