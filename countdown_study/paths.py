@@ -59,6 +59,12 @@ def figures_dir(preset: str = PAPER_PRESET) -> Path:
     return preset_dir(preset) / "figures"
 
 
+def staging_dir(preset: str, notebook: str) -> Path:
+    """Where a notebook run by the pipeline writes its tables and figures until it succeeds:
+    ``<preset_dir>/.staging/<notebook>`` (moved into place at the end, removed if it fails)."""
+    return preset_dir(preset) / ".staging" / notebook
+
+
 def executed_dir(preset: str = PAPER_PRESET) -> Path:
     """Executed notebooks: ``<preset_dir>/executed``."""
     return preset_dir(preset) / "executed"

@@ -7,6 +7,7 @@ import os
 import re
 
 import nbformat
+import pandas as pd
 import pytest
 
 from countdown_study.paths import notebooks_dir, project_root
@@ -118,3 +119,29 @@ def test_unknown_notebook_and_preset_are_named():
     with pytest.raises(ValueError, match="jobs must be >= 1"):
         run_notebooks([], "tiny", jobs=0)
     assert notebooks_dir().is_dir()
+
+
+def test_a_failing_notebook_leaves_the_previous_tables_intact(results, tmp_path):
+    source = (
+        "import pandas as pd\n"
+        "from countdown_study.reporting import outputs\n"
+        "meta = {'notebook': '01_table', 'preset': preset}\n"
+        "outputs.save_table(pd.DataFrame({'value': [value]}), 'staged_demo', meta)\n"
+        "if value == 3:\n"
+        "    raise RuntimeError('half way')\n"
+        "outputs.save_table(pd.DataFrame({'value': [value]}), 'staged_demo_second', meta)\n"
+    )
+    params = nbformat.v4.new_code_cell('preset = "tiny"\nvalue = 0')
+    params.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [params, nbformat.v4.new_code_cell(source)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "01_table.ipynb")
+    tables = results / "presets" / "tiny" / "tables"
+    read = lambda name: pd.read_csv(tables / f"{name}.csv")["value"].tolist()  # noqa: E731
+    (done,) = run_notebooks(list_notebooks(folder=tmp_path), "tiny", {"value": 2})
+    assert done.ok and read("staged_demo") == [2] and read("staged_demo_second") == [2]
+    (failed,) = run_notebooks(list_notebooks(folder=tmp_path), "tiny", {"value": 3})
+    assert not failed.ok and failed.error == "RuntimeError: half way"
+    assert read("staged_demo") == [2] and read("staged_demo_second") == [2]  # the last complete set
+    assert not (results / "presets" / "tiny" / ".staging" / "01_table").exists()

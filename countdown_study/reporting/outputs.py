@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from countdown_study.paths import PAPER_PRESET, figures_dir, tables_dir
+from countdown_study.paths import PAPER_PRESET, figures_dir, staging_dir, tables_dir
 from countdown_study.runs.files import atomic_path, atomic_write_json, atomic_write_text, plain
 from countdown_study.runs.provenance import git_state, now, package_versions
 
@@ -39,7 +40,7 @@ def save_table(table: pd.DataFrame, name: str, meta: Mapping[str, Any] | None = 
                float_format: str = "%.4f") -> Path:  # fmt: skip
     """Write ``<name>.csv`` and ``<name>.md`` (and ``<name>.meta.json``) under the tables folder of
     ``meta["preset"]`` (``paths.tables_dir``: ``results/tables`` for the full preset), or ``folder``."""
-    folder = folder or tables_dir(_preset(meta))
+    folder = folder or _destination("tables", meta)
     csv = folder / f"{name}.csv"
     with atomic_path(csv) as tmp:
         table.to_csv(tmp, index=False, float_format=float_format)
@@ -64,7 +65,7 @@ def save_figure(
     also closed in pyplot, if pyplot tracks it, so the kernel does not show it a second time.
     Returns the PNG's path.
     """
-    folder = folder or figures_dir(_preset(meta))
+    folder = folder or _destination("figures", meta)
     png = folder / f"{name}.png"
     for suffix in (".png", ".pdf"):
         with atomic_path(folder / f"{name}{suffix}") as tmp:
@@ -102,6 +103,19 @@ def write_figure_index(folder: Path | None = None) -> Path:
     target = folder / "README.md"
     atomic_write_text(target, "\n".join(lines) + "\n")
     return target
+
+
+STAGE_ENV = "COUNTDOWN_STUDY_STAGE"
+"""Set (to 1) in the kernels of ``countdown-study run``: a notebook's outputs go to its staging folder
+(``paths.staging_dir``) and are moved into place only when the whole notebook succeeds."""
+
+
+def _destination(kind: str, meta: Mapping[str, Any] | None) -> Path:
+    """``tables`` or ``figures`` folder of ``meta``'s preset, or the notebook's staging folder."""
+    preset, notebook = _preset(meta), (meta or {}).get("notebook")
+    if os.environ.get(STAGE_ENV) and notebook:
+        return staging_dir(preset, str(notebook)) / kind
+    return tables_dir(preset) if kind == "tables" else figures_dir(preset)
 
 
 def _preset(meta: Mapping[str, Any] | None) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -24,12 +25,22 @@ from pathlib import Path
 
 import nbformat
 
-from countdown_study.paths import executed_dir, notebooks_dir, project_root, results_dir
+from countdown_study.paths import (
+    executed_dir,
+    figures_dir,
+    notebooks_dir,
+    project_root,
+    results_dir,
+    staging_dir,
+    tables_dir,
+)
+from countdown_study.reporting.outputs import STAGE_ENV
 
 PRESETS = ("tiny", "quick", "full")
 """``tiny`` is for tests (seconds), ``quick`` for a 2-core machine (minutes), ``full`` for the paper."""
 
 KERNEL_ENVIRONMENT = {
+    STAGE_ENV: "1",  # outputs staged per notebook, published only when it succeeds
     "TQDM_DISABLE": "1",  # bars of other libraries (transformers' "Loading weights", "Writing model shards")
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto without ipywidgets, printed with its path
 }
@@ -83,6 +94,8 @@ def execute_notebook(
     out = executed / notebook.name
     tmp = executed / "failed" / notebook.name
     tmp.parent.mkdir(parents=True, exist_ok=True)
+    staged = staging_dir(preset, notebook.stem)
+    shutil.rmtree(staged, ignore_errors=True)  # what a killed earlier attempt staged
     start = time.time()
     if not progress:  # several at once: a line per start instead of interleaved bars
         print(f"started {notebook.name} at {time.strftime('%H:%M:%S')}\n", end="", flush=True)  # one write
@@ -101,12 +114,25 @@ def execute_notebook(
     except (pm.exceptions.PapermillException, ValueError, OSError, KeyError) as err:  # it could not start
         error = f"{type(err).__name__}: {err}"  # (an unknown kernel is a KeyError, NoSuchKernel)
     else:
+        publish_staged(staged, preset)
         _relative_papermill_paths(tmp, notebook, out)
         os.replace(tmp, out)
         return NotebookRun(notebook.name, True, time.time() - start, str(out))
+    shutil.rmtree(staged, ignore_errors=True)  # the previous complete set of tables and figures stays
     if tmp.exists():
         _relative_papermill_paths(tmp, notebook, tmp)
     return NotebookRun(notebook.name, False, time.time() - start, str(tmp), error)
+
+
+def publish_staged(staged: Path, preset: str) -> None:
+    """Move a succeeded notebook's staged tables and figures into the preset's folders, then drop the stage."""
+    for kind, final in (("tables", tables_dir(preset)), ("figures", figures_dir(preset))):
+        files = sorted((staged / kind).glob("*")) if (staged / kind).is_dir() else []
+        if files:
+            final.mkdir(parents=True, exist_ok=True)
+        for file in files:
+            os.replace(file, final / file.name)
+    shutil.rmtree(staged, ignore_errors=True)
 
 
 @functools.cache
