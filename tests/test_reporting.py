@@ -171,3 +171,15 @@ def test_figure_index_lists_each_figure_with_caption_notebook_and_preset(tmp_pat
         "| [controller](controller.png) | level of each training batch; recent pass rate of training batches "
     )
     assert row in index and "| 04_sliding_window_001 | tiny |" in index
+
+
+def test_headline_contrasts_of_the_notebooks_that_ran(tmp_path):
+    from countdown_study.reporting import outputs
+
+    paired = pd.DataFrame({"contrast": ["A vs B", "A vs B"], "metric": ["pass@1", "pass@16"], "diff": [0.05, -0.1],
+                           "ci_low": [0.01, -0.2], "ci_high": [0.09, 0.0], "verdict": ["holds", "inside noise"]})  # fmt: skip
+    outputs.save_table(paired, "demo_paired", {"notebook": "03_demo"}, folder=tmp_path)
+    assert outputs.headline_contrasts(tmp_path, ["03_demo"]) == [
+        f"{'A vs B':55s} pass@1 +0.050 [+0.010, +0.090] holds"
+    ]
+    assert outputs.headline_contrasts(tmp_path, ["02_other"]) == []

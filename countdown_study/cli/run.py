@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from countdown_study.paths import figures_dir, notebooks_dir, results_dir
-from countdown_study.reporting.outputs import write_figure_index
+from countdown_study.paths import figures_dir, notebooks_dir, results_dir, tables_dir
+from countdown_study.reporting.outputs import headline_contrasts, write_figure_index
 from countdown_study.study.pipeline import PRESETS, list_notebooks, run_notebooks
 
 
@@ -58,6 +59,12 @@ def cli_main(args: argparse.Namespace) -> int:
             f"{status} {o.notebook:40s} {o.seconds:7.1f}s  {o.output}"
             + (f"\n       {o.error}" if o.error else "")
         )
+    tables = tables_dir(args.preset)
+    ran = [Path(o.notebook).stem for o in outcomes if o.ok]
+    headlines = headline_contrasts(tables, ran) if tables.is_dir() else []
+    if headlines:
+        print(f"headline contrasts (tables in {tables}):")
+        print("\n".join(f"  {line}" for line in headlines))
     figures = figures_dir(args.preset)
     if figures.is_dir():
         print(f"figure index: {write_figure_index(figures)}")

@@ -84,6 +84,22 @@ def caption(fig) -> str:
     return title or "; ".join(dict.fromkeys(panels))
 
 
+def headline_contrasts(folder: Path, notebooks: list[str], metric: str = "pass@1") -> list[str]:
+    """One line per paired contrast of ``metric`` that ``notebooks`` saved in ``folder`` (a tables folder):
+    the difference, its seed-aware interval and the verdict, for a summary at the end of a run."""
+    lines = []
+    for meta_file in sorted(folder.glob("*_paired.meta.json")):
+        if json.loads(meta_file.read_text()).get("notebook") not in notebooks:
+            continue
+        table = pd.read_csv(meta_file.with_name(meta_file.name.replace(".meta.json", ".csv")))
+        for row in table[table["metric"] == metric].itertuples(index=False):
+            verdict = getattr(row, "verdict", "")
+            lines.append(
+                f"{row.contrast:55s} {metric} {row.diff:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}] {verdict}"
+            )
+    return lines
+
+
 def write_figure_index(folder: Path | None = None) -> Path:
     """``README.md`` in a figures folder: every figure with its caption, notebook and preset (from its
     ``.meta.json``), so a reader can find a figure without opening the notebooks."""
