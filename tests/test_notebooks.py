@@ -62,6 +62,8 @@ def _check_executed_copy(path, results):
     assert len(images) == _saved_figures(path), path.name
     streams = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "it/s]" not in streams and "%|" not in streams, f"{path.name}: progress bars {streams[:200]!r}"
+    widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert not widgets, f"{path.name}: progress widgets {[w['data'].get('text/plain') for w in widgets]}"
     for folder in {str(results), str(results.resolve()), str(project_root()), os.path.expanduser("~")}:
         assert folder not in text, f"{path.name} names {folder}"
 

@@ -41,7 +41,8 @@ PRESETS = ("tiny", "quick", "full")
 
 KERNEL_ENVIRONMENT = {
     STAGE_ENV: "1",  # outputs staged per notebook, published only when it succeeds
-    "TQDM_DISABLE": "1",  # bars of other libraries (transformers' "Loading weights", "Writing model shards")
+    "TQDM_DISABLE": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' bars (they ignore TQDM_DISABLE in a notebook)  # bars of other libraries (transformers' "Loading weights", "Writing model shards")
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto without ipywidgets, printed with its path
 }
 """Environment variables every notebook kernel starts with (added to the kernel spec's own)."""
