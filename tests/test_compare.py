@@ -86,6 +86,8 @@ def test_verdicts():
 
     assert verdict(made(0.01, 0.05), +1) == "holds" and verdict(made(0.01, 0.05), -1) == "reversed"
     assert verdict(made(-0.05, -0.01), -1) == "holds" and verdict(made(-0.02, 0.01), +1) == "inside noise"
+    one_seed = compare(np.array([[1.0], [1.0], [0.9]]), np.zeros((3, 1)), n_resamples=100)
+    assert one_seed.excludes_zero and verdict(one_seed, +1) == "one seed: no verdict"
     with pytest.raises(ValueError, match="claimed_sign"):
         verdict(made(0.01, 0.05), 0)
 

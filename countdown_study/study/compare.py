@@ -30,7 +30,9 @@ from scipy import stats as scipy_stats
 
 from countdown_study.study.stats import paired_bootstrap
 
-VERDICTS = ("holds", "reversed", "inside noise")
+ONE_SEED = "one seed: no verdict"
+"""What a comparison with a single training seed says of any claim: its interval resamples tasks only."""
+VERDICTS = ("holds", "reversed", "inside noise", ONE_SEED)
 """What a report's signed claim becomes under a comparison's interval."""
 POWER = 0.8
 """Power of the minimum detectable effect."""
@@ -154,10 +156,13 @@ def verdict(comparison: Comparison, claimed_sign: int) -> str:
     """A signed claim (``+1``: a above b, ``-1``: a below b) under the comparison's default interval.
 
     ``holds`` when the interval excludes zero on the claimed side, ``reversed`` when on the other side,
-    ``inside noise`` when it contains zero (then ``comparison.mde`` says how large an effect is ruled out).
+    ``inside noise`` when it contains zero (then ``comparison.mde`` says how large an effect is ruled out),
+    ``ONE_SEED`` with a single training seed (a task-only interval leaves training noise out).
     """
     if claimed_sign not in (1, -1):
         raise ValueError(f"claimed_sign must be +1 or -1, got {claimed_sign}")
+    if comparison.n_seeds < 2:
+        return ONE_SEED
     if not comparison.excludes_zero:
         return "inside noise"
     observed = 1 if comparison.ci_low > 0 else -1

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from countdown_study.evaluation.passk import pass_at_k, problem_table, summarize
-from countdown_study.study.compare import Comparison, compare, verdict
+from countdown_study.study.compare import ONE_SEED, Comparison, compare, verdict
 from countdown_study.study.methods import StudyResult
 from countdown_study.study.stats import aggregate_seeds, wilson_interval
 
@@ -124,6 +124,8 @@ PAIRED_COLUMNS = ("contrast", "metric", "diff", "ci_low", "ci_high", "ci_method"
 def _verdict(comparison: Comparison, claimed_sign: int | None) -> str:
     if claimed_sign is not None:
         return verdict(comparison, claimed_sign)
+    if comparison.n_seeds < 2:
+        return ONE_SEED
     if not comparison.excludes_zero:
         return "inside noise"
     return "a above b" if comparison.ci_low > 0 else "a below b"
