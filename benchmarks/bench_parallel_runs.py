@@ -39,7 +39,7 @@ def worker(threads: int, seed: int, warmup: int, steps: int, barrier, queue) -> 
 
     torch.set_num_threads(threads)
     config = preset("cpu", seed=seed, threads=threads)
-    model, tokenizer = load_policy("embedded")
+    model, tokenizer = load_policy("embedded", attention=config.attention)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, fused=True)
     sampler = make_sampler("uniform", generate_tasks(2000, seed=100 + seed), seed)
     template = prompt_template(model)

@@ -1,8 +1,17 @@
-"""The command line: every mistake is one line on stderr naming what is wrong, exit status 2."""
+"""The command line: every mistake is one line on stderr naming what is wrong, exit status 2; parsing
+imports no torch."""
+
+import argparse
+import subprocess
+import sys
+from dataclasses import replace
 
 import pytest
 
+from countdown_study.cli import eval as cli_eval
 from countdown_study.cli import main
+from countdown_study.cli import run as cli_run
+from countdown_study.cli import train as cli_train
 
 CASES = [
     # (argv, words the one line must contain)
@@ -51,3 +60,51 @@ def test_runs_verify_on_a_missing_store_is_one_line(capsys, tmp_path):
     assert (
         capsys.readouterr().err.strip() == f"countdown-study runs: error: no run store at {tmp_path / 'none'}"
     )
+
+
+PARSE_ONLY = """
+import sys
+from countdown_study.cli import build_parser
+parser = build_parser()
+for argv in {argvs!r}:
+    parser.parse_args(argv)
+heavy = sorted(m for m in ("torch", "transformers", "pandas") if m in sys.modules)
+print(",".join(heavy))
+"""
+
+
+def test_parsing_every_command_imports_no_torch():
+    """Building the parser and parsing each command's options loads no heavy library (``--help`` is fast)."""
+    argvs = [
+        ["--debug", "train", "--preset", "paper", "--steps", "3", "--lr", "1e-4"],
+        ["sft", "--steps", "7", "--ship"],
+        ["eval", "--tasks", "generated:5:0", "--template", "qwen_chat", "--temperature", "0.6"],
+        ["run", "01", "--preset", "tiny", "-p", "steps", "3"],
+        ["runs", "verify"],
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", PARSE_ONLY.format(argvs=argvs)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == ""  # none of torch, transformers, pandas was imported
+
+
+def test_choices_written_out_in_the_command_line_match_the_library():
+    from countdown_study.countdown.prompts import TEMPLATES
+    from countdown_study.study.pipeline import PRESETS as STUDY_PRESETS
+    from countdown_study.training.loop import PRESETS as TRAIN_PRESETS
+
+    assert tuple(sorted(TRAIN_PRESETS)) == cli_train.PRESET_NAMES
+    assert cli_run.PRESET_NAMES == STUDY_PRESETS
+    assert tuple(sorted(TEMPLATES)) == cli_eval.TEMPLATE_NAMES
+
+
+def test_eval_sampling_options_reach_the_config():
+    from countdown_study.evaluation.evaluate import EVAL_SAMPLING
+
+    parser = argparse.ArgumentParser()
+    cli_eval.configure_parser(parser)
+    left_out = parser.parse_args(["--tasks", "generated:5:0"])
+    assert cli_eval.sampling_from_args(left_out) == EVAL_SAMPLING
+    given = parser.parse_args(["--tasks", "x", "--top-k", "0", "--temperature", "1.5", "--stop-at-answer"])
+    expected = replace(EVAL_SAMPLING, top_k=0, temperature=1.5, stop_at_answer=True)
+    assert cli_eval.sampling_from_args(given) == expected

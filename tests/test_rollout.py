@@ -104,6 +104,9 @@ def test_bf16_sampling_leaves_model_in_fp32_and_stays_close(model, tokenizer):
     rollouts = sample(model, tokenizer, PROMPTS, 2, config, seed=4)
     assert next(model.parameters()).dtype == torch.float32
     assert 1e-6 < _max_logprob_error(model, rollouts) < 0.2  # bf16 rounding, not a different model
+    full = sequence_logprobs(model, rollouts.sample_prompt_ids, rollouts.completion_ids)
+    behaviour, mask = rollouts.padded_logprobs()
+    assert (full.logprobs - behaviour).abs()[mask].mean().item() < 5e-3  # the float32 cache adds no drift
 
 
 # ---------------------------------------------------------------------------------------------------

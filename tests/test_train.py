@@ -190,6 +190,35 @@ def test_grouped_micro_batches_give_the_one_batch_update():
     assert grouped_stats["grad_norm"] == pytest.approx(whole_stats["grad_norm"], rel=1e-5)
 
 
+@pytest.mark.parametrize("autocast, tolerance", [(False, 1e-5), (True, 0.02)])
+def test_eager_attention_update_matches_sdpa(autocast, tolerance):
+    """The update's default ``attention="eager"`` computes what transformers' fused ``sdpa`` computes:
+    log-probs equal to float32 rounding (to bf16 rounding under autocast) and the same gradient."""
+    tokenizer = build_tokenizer()
+    rng = torch.Generator().manual_seed(1)
+    prompts = [[1, *torch.randint(4, 20, (int(n),), generator=rng).tolist()] for n in (3, 7, 5)]
+    completions = [torch.randint(4, 20, (int(n),), generator=rng).tolist() for n in (9, 2, 6)]
+    results = []
+    for attention in ("eager", "sdpa"):
+        model = build_model(tokenizer, TinyModelConfig(hidden_size=64, num_layers=2, num_heads=4), seed=0)
+        model.set_attn_implementation(attention)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            out = sequence_logprobs(model, prompts, completions, with_entropy=True)
+        (out.logprobs.sum() / out.mask.sum()).backward()
+        grad = torch.cat([p.grad.flatten() for p in model.parameters()])
+        results.append((out.logprobs.detach(), out.entropy.detach(), grad))
+    (lp_e, ent_e, grad_e), (lp_s, ent_s, grad_s) = results
+    assert (lp_e - lp_s).abs().max().item() < tolerance
+    assert (ent_e - ent_s).abs().max().item() < tolerance
+    assert ((grad_e - grad_s).norm() / grad_s.norm()).item() < tolerance
+    assert torch.nn.functional.cosine_similarity(grad_e, grad_s, dim=0).item() > 1 - tolerance
+
+
+def test_unknown_attention_is_refused_before_anything_loads():
+    with pytest.raises(ValueError, match="unknown attention 'fast'"):
+        TrainConfig(attention="fast")
+
+
 class ScaledLogprob:
     """A test objective: ``coef`` times the mean sequence log-prob of the batch (logs its value)."""
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN, answer_span
 from countdown_study.countdown.solver import solve
 from countdown_study.countdown.verifier import (
+    EXACT_LITERALS,
     MAX_ANSWER_CHARS,
     MAX_DEPTH,
     MAX_LITERAL_DIGITS,
@@ -433,3 +434,118 @@ def test_global_random_state_untouched(response):
     compute_score(response, {"target": 10, "numbers": [1, 2, 3, 4]})
     scan_answers(response, [1, 2, 3, 4], 10)
     assert random.getstate() == before
+
+
+# --- the reward's fast path: compute_score against verify --------------------------------------------
+
+HOSTILE_ATOMS = [
+    "+", "-", "*", "/", "(", ")", " ", "\n", "\t", "\r", "**", "//", "0", "00", "07", "n", "x", "=", ".",
+    "\u0663", "\uff13", "\x0b", "\u00a0", "9" * (MAX_LITERAL_DIGITS + 1), "9" * MAX_LITERAL_DIGITS,
+    ANSWER_OPEN, ANSWER_CLOSE, "Assistant:",
+]  # fmt: skip
+
+
+def random_answer(rng: random.Random, nums: list[int]) -> str:
+    """A random expression over ``nums`` (each once): random tree, parentheses, operators and spacing."""
+    items = [str(n) for n in nums]
+    while len(items) > 1:
+        a, b = items.pop(rng.randrange(len(items))), items.pop(rng.randrange(len(items)))
+        space = rng.choice(["", "", " ", "\n "])
+        expr = f"{a}{space}{rng.choice('+-*/')}{space}{b}"
+        items.append(f"({expr})" if rng.random() < 0.7 else expr)
+    return items[0]
+
+
+def mutate(rng: random.Random, text: str) -> str:
+    """One random edit: insert, replace or delete a character, or repeat a slice."""
+    i, j = sorted(rng.randrange(len(text) + 1) for _ in range(2))
+    kind = rng.randrange(4)
+    if kind == 0:
+        return text[:i] + rng.choice(HOSTILE_ATOMS) + text[i:]
+    if kind == 1:
+        return text[:i] + rng.choice(HOSTILE_ATOMS) + text[j:]
+    if kind == 2:
+        return text[:i] + text[j:]
+    return text[:j] + text[i:j] * rng.randint(2, 40) + text[j:]
+
+
+def fast_path_case(rng: random.Random) -> tuple[str, list[int], int]:
+    """A response, its task's numbers and a target: ordinary answers, edits, bounds and hostile text."""
+    family = rng.randrange(6)
+    if family == 0:  # many literals around EXACT_LITERALS and MAX_VALUE_BITS
+        sizes = [1, 2, 9, int("9" * MAX_LITERAL_DIGITS), 10**MAX_LITERAL_DIGITS]
+        nums = [rng.choice(sizes) for _ in range(rng.randint(1 if rng.random() < 0.2 else 10, 15))]
+    elif family == 1:  # deep nesting around MAX_DEPTH
+        nums = [rng.randint(1, 9)]
+    else:
+        nums = [rng.randint(0, 99) for _ in range(rng.randint(1, 5))]
+    answer = random_answer(rng, nums)
+    if family == 1:
+        depth = rng.randint(MAX_DEPTH - 2, MAX_DEPTH + 2)
+        answer = "(" * depth + answer + ")" * rng.choice([depth, depth - 1, depth + 1])
+    value = verify(answer_span(answer), nums, 0).value
+    target = int(value) if value is not None and value.denominator == 1 else rng.randint(0, 100)
+    if family == 2:  # edits to the answer
+        for _ in range(rng.randint(1, 3)):
+            answer = mutate(rng, answer)
+    given = list(nums)
+    if family == 3 and given:  # the task's numbers differ from the literals
+        given[rng.randrange(len(given))] = rng.choice([0, 7, 100, 10**MAX_LITERAL_DIGITS, -3])
+    if family == 4:  # whitespace padding to the length bound
+        answer = " " * (MAX_ANSWER_CHARS - len(answer) + rng.randint(-1, 1)) + answer
+    response = rng.choice(["", "<think>1+2=3</think>", "Assistant: ", ANSWER_OPEN + "1" + ANSWER_CLOSE])
+    response += answer_span(answer) + rng.choice(["", "\n", ANSWER_OPEN, " Assistant: "])
+    if family == 5:  # edits anywhere, tags included
+        response = mutate(rng, response)
+    return response, given, target
+
+
+def test_compute_score_equals_verify_on_generated_and_hostile_strings():
+    """The reward's fast path against the careful pipeline (``verify``): identical on 30,000 strings."""
+    rng = random.Random(0)
+    correct = 0
+    for _ in range(30_000):
+        response, nums, target = fast_path_case(rng)
+        careful = verify(response, nums, target, 0.25, 2.0)
+        assert compute_score(response, {"target": target, "numbers": nums}, 0.25, 2.0) == careful.reward, (
+            response,
+            nums,
+            target,
+            careful.reason,
+        )
+        correct += careful.correct
+    assert correct > 3_000  # the set exercises correct answers, not only rejections
+
+
+def test_compute_score_at_the_value_bound():
+    """Past EXACT_LITERALS the careful evaluation decides, bit bound included."""
+    big = "9" * MAX_LITERAL_DIGITS
+    for count in (EXACT_LITERALS, EXACT_LITERALS + 1, 13, 14):
+        nums = [int(big)] * count
+        response = answer_span(" * ".join([big] * count))
+        for target in (1, int(big) ** count):
+            truth = {"target": target, "numbers": nums}
+            assert compute_score(response, truth) == verify(response, nums, target).reward
+
+
+def test_compute_score_argument_errors_match_verify():
+    with pytest.raises(TypeError, match="each number must be an integer, not 5.5"):
+        compute_score("<answer>3 + 5</answer>", {"target": 8, "numbers": [3, 5.5]})
+    with pytest.raises(TypeError, match="target must be an integer"):
+        compute_score("<answer>3 + 5</answer>", {"target": 8.5, "numbers": [3, 5]})
+    # without an answer span the ground truth is not read, as in verify
+    assert compute_score("no span", {"target": 8.5, "numbers": [3, 5.5]}) == 0.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from([*HOSTILE_ATOMS, "1", "2", "3", "12", "6", "8"]), max_size=16).map("".join),
+    st.sampled_from([[1, 2, 3], [12, 3], [1, 2, 6, 8], [0, 7], []]),
+    st.sampled_from([0, 3, 6, 7, 9, 24, 36]),
+)
+def test_compute_score_equals_verify_on_soup(text, nums, target):
+    for response in (answer_span(text), text):
+        assert (
+            compute_score(response, {"target": target, "numbers": nums})
+            == verify(response, nums, target).reward
+        )

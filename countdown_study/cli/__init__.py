@@ -1,7 +1,9 @@
 """The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``, ``runs``.
 
 Each subcommand is a module of this package (``COMMANDS``) providing ``configure_parser(parser)`` and
-``cli_main(args) -> int``; the library never imports the command line.
+``cli_main(args) -> int``; the library never imports the command line. A command module imports the
+library it runs inside ``cli_main``, so parsing (``--help``, option mistakes) imports no torch and
+answers at once (``tests/test_cli.py``).
 
 A mistake (a bad option, a config the library refuses, a missing file) is one line on stderr,
 ``countdown-study <command>: error: <what is wrong>``, and exit status 2; ``--debug`` shows the

@@ -6,16 +6,23 @@ import argparse
 import json
 import sys
 from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
 
-from countdown_study.countdown import load_tasks
-from countdown_study.countdown.prompts import TEMPLATES
-from countdown_study.evaluation.evaluate import EVAL_SAMPLING, evaluate
-from countdown_study.policy import load_policy
-from countdown_study.runs.files import atomic_path, atomic_write_json
+if TYPE_CHECKING:
+    from countdown_study.rollout.sampling import SamplingConfig
+
+TEMPLATE_NAMES = ("compact", "qwen_chat", "tinyzero_base")
+"""The names of ``countdown.prompts.TEMPLATES`` in sorted order, written out so that parsing imports
+nothing heavy (``tests/test_cli.py`` holds them equal)."""
+SAMPLING_OPTIONS = ("engine", "temperature", "top_p", "top_k", "max_new_tokens")
+"""``SamplingConfig`` fields the command line sets; an option left out keeps ``EVAL_SAMPLING``'s value."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``countdown-study eval``."""
+    """Arguments of ``countdown-study eval``; sampling options left out keep ``EVAL_SAMPLING``'s values.
+
+    Parsing imports no torch: ``EVAL_SAMPLING`` is read when the command runs.
+    """
     parser.add_argument("--policy", default="embedded", help="'embedded', a Hugging Face id or a folder")
     parser.add_argument(
         "--tokenizer", default=None, help="where the tokenizer comes from (default: the policy)"
@@ -25,29 +32,34 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
     parser.add_argument("--json", default=None, help="write the summary here (default: standard output)")
     parser.add_argument("--table", default=None, help="write the per-sample table here (parquet)")
-    parser.add_argument("--engine", default=EVAL_SAMPLING.engine, help="rollout engine: native, hf or vllm")
-    parser.add_argument("--temperature", type=float, default=EVAL_SAMPLING.temperature)
-    parser.add_argument("--top-p", type=float, default=EVAL_SAMPLING.top_p)
-    parser.add_argument("--top-k", type=int, default=EVAL_SAMPLING.top_k, help="0: off")
-    parser.add_argument("--max-new-tokens", type=int, default=EVAL_SAMPLING.max_new_tokens)
+    parser.add_argument("--engine", help="rollout engine: native, hf or vllm")
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--top-p", type=float)
+    parser.add_argument("--top-k", type=int, help="0: off")
+    parser.add_argument("--max-new-tokens", type=int)
     parser.add_argument(
         "--stop-at-answer", action="store_true", help="stop each sample after its first </answer>"
     )
-    parser.add_argument("--template", choices=sorted(TEMPLATES), default=None, help="default: the policy's")
+    parser.add_argument("--template", choices=TEMPLATE_NAMES, default=None, help="default: the policy's")
     parser.add_argument("--batch-size", type=int, default=32, help="tasks per sampling call")
+
+
+def sampling_from_args(args: argparse.Namespace) -> SamplingConfig:
+    """``EVAL_SAMPLING`` with the command line's sampling options."""
+    from countdown_study.evaluation.evaluate import EVAL_SAMPLING
+
+    changes = {name: getattr(args, name) for name in SAMPLING_OPTIONS if getattr(args, name) is not None}
+    return replace(EVAL_SAMPLING, **changes, stop_at_answer=args.stop_at_answer)
 
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study eval``: load, evaluate, write the summary JSON (and the table)."""
-    sampling = replace(
-        EVAL_SAMPLING,
-        engine=args.engine,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k,
-        max_new_tokens=args.max_new_tokens,
-        stop_at_answer=args.stop_at_answer,
-    )
+    from countdown_study.countdown import load_tasks
+    from countdown_study.evaluation.evaluate import evaluate
+    from countdown_study.policy import load_policy
+    from countdown_study.runs.files import atomic_path, atomic_write_json
+
+    sampling = sampling_from_args(args)
     tasks = load_tasks(args.tasks)  # before the policy: a bad task source fails at once
     model, tokenizer = load_policy(args.policy, tokenizer=args.tokenizer)
     result = evaluate(

@@ -6,8 +6,10 @@ import argparse
 from pathlib import Path
 
 from countdown_study.paths import figures_dir, notebooks_dir, results_dir, tables_dir
-from countdown_study.reporting.outputs import headline_contrasts, write_figure_index
-from countdown_study.study.pipeline import PRESETS, list_notebooks, run_notebooks
+
+PRESET_NAMES = ("tiny", "quick", "full")
+"""``study.pipeline.PRESETS``, written out so that parsing imports no torch (``tests/test_cli.py`` holds
+them equal)."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +18,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "notebooks", nargs="*", help="notebook names, stems or number prefixes (default: all)"
     )
     parser.add_argument(
-        "--preset", default="quick", choices=PRESETS, help="size of every study (default quick)"
+        "--preset", default="quick", choices=PRESET_NAMES, help="size of every study (default quick)"
     )
     parser.add_argument(
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
@@ -45,6 +47,9 @@ def check_parameters(extra: dict) -> None:
 def cli_main(args: argparse.Namespace) -> int:
     """Run the notebooks and print one line per notebook; exit 1 if any failed."""
     import yaml
+
+    from countdown_study.reporting.outputs import headline_contrasts, write_figure_index
+    from countdown_study.study.pipeline import list_notebooks, run_notebooks
 
     notebooks = list_notebooks(args.notebooks)
     if not notebooks:

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from countdown_study.paths import runs_dir
-from countdown_study.runs.store import DONE, RunStore
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -17,6 +16,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def cli_main(args: argparse.Namespace) -> int:
     """One line per problem, then a count; exit 1 when a finished run is corrupt."""
+    from countdown_study.runs.store import DONE, RunStore
+
     root = Path(args.root) if args.root else runs_dir()
     if not root.is_dir():
         raise FileNotFoundError(f"no run store at {root}")

@@ -11,35 +11,28 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from countdown_study.training.sft import (
-    SFTConfig,
-    measure_quality,
-    quality_shortfalls,
-    record_quality,
-    ship,
-    train_sft,
-)
+if TYPE_CHECKING:
+    from countdown_study.training.sft import SFTConfig
+
+CONFIG_OPTIONS = ("steps", "seed", "threads", "batch_size", "lr", "multi_attempt_share", "checkpoint_every")
+"""``SFTConfig`` fields the command line sets; an option left out keeps the config's default."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Options of ``countdown-study sft``; unset options keep ``SFTConfig``'s defaults."""
-    default = SFTConfig()
+    """Options of ``countdown-study sft``; unset options keep ``SFTConfig``'s defaults.
+
+    Parsing imports no torch: the defaults are read from ``SFTConfig`` when the command runs.
+    """
     parser.add_argument("--root", type=Path, default=None, help="run store folder (default results/runs)")
-    parser.add_argument("--steps", type=int, default=default.steps, help="optimizer steps")
-    parser.add_argument("--seed", type=int, default=default.seed, help="run seed")
-    parser.add_argument("--threads", type=int, default=default.threads, help="torch threads")
-    parser.add_argument("--batch-size", type=int, default=default.batch_size, help="traces per step")
-    parser.add_argument("--lr", type=float, default=default.lr, help="peak learning rate")
-    parser.add_argument(
-        "--multi-attempt-share",
-        type=float,
-        default=default.multi_attempt_share,
-        help="share of multi-attempt traces",
-    )
-    parser.add_argument(
-        "--checkpoint-every", type=int, default=default.checkpoint_every, help="steps between checkpoints"
-    )
+    parser.add_argument("--steps", type=int, help="optimizer steps")
+    parser.add_argument("--seed", type=int, help="run seed")
+    parser.add_argument("--threads", type=int, help="torch threads")
+    parser.add_argument("--batch-size", type=int, help="traces per step")
+    parser.add_argument("--lr", type=float, help="peak learning rate")
+    parser.add_argument("--multi-attempt-share", type=float, help="share of multi-attempt traces")
+    parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
     parser.add_argument(
         "--resume-from",
         type=Path,
@@ -56,20 +49,22 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> SFTConfig:
     """The run's config: ``SFTConfig`` defaults with the command line's options."""
-    return replace(
-        SFTConfig(),
-        steps=args.steps,
-        seed=args.seed,
-        threads=args.threads,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        multi_attempt_share=args.multi_attempt_share,
-        checkpoint_every=args.checkpoint_every,
-    )
+    from countdown_study.training.sft import SFTConfig
+
+    changes = {name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None}
+    return replace(SFTConfig(), **changes)
 
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study sft``."""
+    from countdown_study.training.sft import (
+        measure_quality,
+        quality_shortfalls,
+        record_quality,
+        ship,
+        train_sft,
+    )
+
     config = config_from_args(args)
     store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=not args.no_progress)
     facts = store.load_results()

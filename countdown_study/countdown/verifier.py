@@ -23,12 +23,22 @@ Semantics follow the reports' verifier (TinyZero's ``compute_score``), made exac
 Every step is iterative and linear: tags are found with ``str.find``/``str.rfind`` loops, the parser
 is a shunting-yard loop, and the expression length is bounded before it is tokenized, so any input
 (megabytes of text, deep nesting, huge literals, thousands of tags) is graded in bounded time.
+
+``compute_score`` needs only the reward, so it asks one question of the final span, ``answer_is_correct``,
+answered without building a ``Verdict``: compiled regexes check the characters and the literals, each
+expression *shape* (``(n+n)+n``) goes through the same shunting-yard parser once and is cached, and the
+value is computed with ``int`` arithmetic until a division is inexact, then with ``Fraction``. With at
+most ``EXACT_LITERALS`` literals no value can exceed ``MAX_VALUE_BITS``; longer expressions take the
+careful path. It equals ``verify(...).reward`` on every input (``tests/test_verifier.py``).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import operator
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
@@ -51,6 +61,18 @@ _OPERATORS = "+-*/"
 _ALLOWED = frozenset("0123456789()" + _OPERATORS + _WHITESPACE)
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 _APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+_LITERAL_BITS = (10**MAX_LITERAL_DIGITS - 1).bit_length()
+EXACT_LITERALS = (MAX_VALUE_BITS + 1) // (_LITERAL_BITS + 1)
+"""Most literals for which no value can pass ``MAX_VALUE_BITS``: a value of k literals below ``2**B`` has
+numerator and denominator below ``2**(k - 1 + k * B)`` (one operation on two values at most doubles the
+product of their bounds), and ``k - 1 + k * B <= MAX_VALUE_BITS`` for k up to this."""
+SHAPE_CACHE_SIZE = 4096
+"""Expression shapes whose parse ``answer_is_correct`` keeps (a few hundred cover real rollouts)."""
+_PLAIN = re.compile(r"[0-9()+\-*/ \t\r\n]*")
+_LITERAL = re.compile(r"([0-9]+)")
+_NON_CANONICAL = re.compile(rf"(?<![0-9])0[0-9]|[0-9]{{{MAX_LITERAL_DIGITS + 1}}}")
+"""A literal with a leading zero or over ``MAX_LITERAL_DIGITS`` digits."""
 
 
 class Reason(StrEnum):
@@ -173,8 +195,12 @@ def _as_text(response: str | bytes | bytearray | None) -> str:
 
 def grading_start(response: str) -> int:
     """Offset where graded text begins: just after the last assistant marker, else 0."""
-    ends = [pos + len(m) for m in ASSISTANT_MARKERS if (pos := response.rfind(m)) != -1]
-    return max(ends, default=0)
+    start = 0
+    for marker in ASSISTANT_MARKERS:
+        pos = response.rfind(marker)
+        if pos != -1:
+            start = max(start, pos + len(marker))
+    return start
 
 
 def iter_answer_spans(response: str, start: int = 0) -> Iterator[tuple[int, int]]:
@@ -312,6 +338,15 @@ def _as_int(x: object, what: str) -> int:
         raise TypeError(f"{what} must be an integer, not {x!r}") from None
 
 
+def _as_ints(xs: Iterable[object], what: str) -> list[int]:
+    """``_as_int`` of each item, converted in one call when all are integers."""
+    items = list(xs)
+    try:
+        return list(map(operator.index, items))
+    except TypeError:
+        return [_as_int(x, what) for x in items]  # raises, naming the first non-integer
+
+
 def verify_expression(
     text: str, nums: Sequence[int], target: int, format_score: float = 0.1, score: float = 1.0
 ) -> Verdict:
@@ -319,7 +354,7 @@ def verify_expression(
 
     Checks, in order: length, emptiness, characters, tokens, grammar, numbers (multiset), value.
     """
-    given = sorted(_as_int(n, "each number") for n in nums)
+    given = sorted(_as_ints(nums, "each number"))
     goal = _as_int(target, "target")
 
     def failed(
@@ -392,12 +427,88 @@ def scan_answers(
     return AnswerScan(tuple(spans))
 
 
+# --- the reward's fast path ----------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=SHAPE_CACHE_SIZE)
+def _shape_program(shape: str) -> tuple[Token, ...] | None:
+    """Postfix program of an expression shape, or ``None`` when the shape fails the grammar.
+
+    A shape is a whitelisted expression with each literal written ``n`` (``(44 + 19)+35`` ->
+    ``(n + n)+n``; ``3 5`` -> ``n n``, still a syntax error). Its tokens are parsed by ``to_postfix``;
+    the program's ints index the literals in order of appearance.
+    """
+    index = itertools.count()
+    tokens = [next(index) if ch == "n" else ch for ch in shape if ch not in _WHITESPACE]
+    try:
+        return tuple(to_postfix(tokens))
+    except _Rejected:
+        return None
+
+
+def _exact_value(program: Sequence[Token], literals: Sequence[int]) -> int | Fraction | None:
+    """Value of a shape program on its literals, ``None`` on division by zero.
+
+    ``int`` arithmetic while every division is exact, ``Fraction`` from the first inexact one on: the
+    value ``evaluate`` gives, without the bit bound (callers keep within ``EXACT_LITERALS``).
+    """
+    stack: list[int | Fraction] = []
+    for tok in program:
+        if type(tok) is int:
+            stack.append(literals[tok])
+            continue
+        right = stack.pop()
+        left = stack[-1]
+        if tok == "+":
+            stack[-1] = left + right
+        elif tok == "-":
+            stack[-1] = left - right
+        elif tok == "*":
+            stack[-1] = left * right
+        elif right == 0:
+            return None
+        elif type(left) is int and type(right) is int:
+            quotient, rest = divmod(left, right)
+            stack[-1] = Fraction(left, right) if rest else quotient
+        else:
+            stack[-1] = left / right
+    return stack[0]
+
+
+def answer_is_correct(text: str, nums: Sequence[int], target: int) -> bool:
+    """``verify_expression(text, nums, target).correct``, decided without building a ``Verdict``.
+
+    The same checks (characters, length, numbers as a multiset, literal form, grammar, exact value) in
+    the order cheapest first, which only the reason would show; the same ``TypeError`` on bad arguments.
+    """
+    given = sorted(_as_ints(nums, "each number"))
+    goal = _as_int(target, "target")
+    if len(text) > MAX_ANSWER_CHARS or not _PLAIN.fullmatch(text):
+        return False
+    parts = _LITERAL.split(text)  # "(44+19)+35" -> ["(", "44", "+", "19", ")+", "35", ""]
+    literals = list(map(int, parts[1::2]))
+    if sorted(literals) != given or _NON_CANONICAL.search(text):
+        return False
+    if len(literals) > EXACT_LITERALS:
+        return verify_expression(text, given, goal).correct
+    program = _shape_program("n".join(parts[::2]))
+    return program is not None and _exact_value(program, literals) == goal
+
+
 def compute_score(
     response: str | bytes | None,
     ground_truth: Mapping[str, object],
     format_score: float = 0.1,
     score: float = 1.0,
 ) -> float:
-    """The reward, TinyZero's signature: ``ground_truth = {"target": int, "numbers": list[int]}``."""
-    verdict = verify(response, ground_truth["numbers"], ground_truth["target"], format_score, score)
-    return verdict.reward
+    """The reward, TinyZero's signature: ``ground_truth = {"target": int, "numbers": list[int]}``.
+
+    Equals ``verify(response, numbers, target, format_score, score).reward``.
+    """
+    nums, target = ground_truth["numbers"], ground_truth["target"]
+    text = _as_text(response)
+    span = last_answer_span(text, grading_start(text))
+    if span is None:
+        return _NO_ANSWER.reward
+    inner = text[span[0] + len(ANSWER_OPEN) : span[1] - len(ANSWER_CLOSE)]
+    return float(score) if answer_is_correct(inner, nums, target) else float(format_score)

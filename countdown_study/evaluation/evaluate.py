@@ -65,7 +65,7 @@ def evaluate(
     sampling: SamplingConfig | None = None,
     seed: int = 0,
     template: str | None = None,
-    batch_size: int = 32,
+    batch_size: int = 64,
     tiers: Sequence[str] | None = None,
     engine: Engine | None = None,
 ) -> EvalResult:

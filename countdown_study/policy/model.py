@@ -151,15 +151,19 @@ def policy_source(name_or_path: str | Path) -> Path | str:
 
 
 def load_policy(
-    name_or_path: str | Path = "embedded", tokenizer: str | Path | None = None, dtype=torch.float32
+    name_or_path: str | Path = "embedded",
+    tokenizer: str | Path | None = None,
+    dtype=torch.float32,
+    attention: str | None = None,
 ):
     """Load ``(model, tokenizer)``: ``"embedded"``, a local ``save_pretrained`` folder, or a Hugging Face id.
 
     ``tokenizer`` overrides where the tokenizer comes from (the reports' SFT checkpoint uses
-    ``Qwen/Qwen2.5-0.5B``'s). The model is returned in eval mode.
+    ``Qwen/Qwen2.5-0.5B``'s). ``attention`` is transformers' ``attn_implementation`` of the model's
+    forward (``eager``, ``sdpa``, ...; None: transformers' default). The model is returned in eval mode.
     """
     source = policy_source(name_or_path)
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation=attention)
     tok = _load_tokenizer(tokenizer or source)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -1,7 +1,7 @@
 """The ``native`` rollout engine: the package's own batched decode loop for Qwen2-style models.
 
 It drives the model's modules' weights directly (embeddings, fused q/k/v and gate/up projections, rotary
-tables, RMSNorm, ``lm_head``), keeps a KV cache preallocated for prompt + completion (no ``torch.cat``
+tables, RMSNorm, ``lm_head``), keeps a float32 KV cache preallocated for prompt + completion (no ``torch.cat``
 growth), left-pads prompts with explicit position ids, encodes each prompt once and shares its cache by
 its G samples, and drops finished rows from the batch (the cache is compacted when a quarter of the rows
 are done).
@@ -124,17 +124,21 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 def _attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Attention of q (B, H, T, D) over keys/values (B, K, S, D) with a bool mask (B, 1, T, S) -> (B, H, T, D).
 
-    One new token per row (decode) uses two small batched matmuls with query heads grouped by their
-    key/value head, about twice as fast here as the fused CPU kernel, which serves the prefill.
+    Runs in the keys' dtype (float32 over the decode cache; the result is cast back to q's dtype). One
+    new token per row (decode) uses two batched matmuls with query heads grouped by their key/value head,
+    about twice as fast here as the fused CPU kernel, which serves the prefill.
     """
     batch, heads, steps, dim = q.shape
-    kv_heads = keys.shape[1]
+    kv_heads, out_dtype = keys.shape[1], q.dtype
+    q = q.to(keys.dtype)
     if steps > 1:
-        return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=heads != kv_heads)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=heads != kv_heads)
+        return out.to(out_dtype)
     grouped = q.reshape(batch, kv_heads, heads // kv_heads, dim)  # (B, K, H/K, D)
     scores = torch.matmul(grouped, keys.transpose(-1, -2)) * dim**-0.5  # (B, K, H/K, S)
-    weights = scores.float().masked_fill(~mask, float("-inf")).softmax(-1).to(values.dtype)
-    return torch.matmul(weights, values).reshape(batch, heads, 1, dim)  # (B, H, 1, D)
+    weights = scores.masked_fill(~mask, float("-inf")).softmax(-1, dtype=torch.float32)
+    out = torch.matmul(weights.to(values.dtype), values)  # (B, K, H/K, D)
+    return out.reshape(batch, heads, 1, dim).to(out_dtype)  # (B, H, 1, D)
 
 
 def _forward(
@@ -182,19 +186,18 @@ def _prefill_mask(mask: torch.Tensor) -> torch.Tensor:
     return ((causal & mask[:, None, :]) | torch.eye(width, dtype=torch.bool, device=device))[:, None]
 
 
-def _attention_span(filled: int, length: int) -> int:
-    """Cache slots a decode step attends to: all ``length`` once half are filled, else the ``filled`` ones.
-
-    A prefix of the cache is a strided view that the CPU batched matmul copies first (bf16 especially);
-    the whole buffer is contiguous, so past half full it is cheaper to attend to it with a mask.
-    """
-    return length if 2 * filled >= length else filled
+CACHE_DTYPE = torch.float32
+"""The decode cache's dtype: attention over a prefix of a float32 cache needs no copy on the CPU (a bf16
+prefix view is copied by the batched matmul first), and float32 keeps decode attention exact."""
 
 
 def _new_cache(dec: _Decoder, batch: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One preallocated (keys, values) pair per layer: (B, K, S, D) each."""
+    """One preallocated (keys, values) pair per layer: (B, K, S, D) each, ``CACHE_DTYPE``."""
     shape = (batch, dec.kv_heads, length, dec.head_dim)
-    return [(dec.embed.new_zeros(shape), dec.embed.new_zeros(shape)) for _ in dec.blocks]
+    return [
+        (dec.embed.new_zeros(shape, dtype=CACHE_DTYPE), dec.embed.new_zeros(shape, dtype=CACHE_DTYPE))
+        for _ in dec.blocks
+    ]
 
 
 def _compact_cache(cache, keep: torch.Tensor, filled: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -250,7 +253,7 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
             live = torch.ones(len(keep), dtype=torch.bool, device=device)
         slot = width + step
         key_valid[:, slot] = True
-        attn_mask = key_valid[:, None, None, : _attention_span(slot + 1, length)]  # (B, 1, 1, span)
+        attn_mask = key_valid[:, None, None, : slot + 1]  # (B, 1, 1, span) the filled slots
         logits = _forward(dec, cache, tokens[:, None], next_pos[:, None], slot, attn_mask)
         next_pos = next_pos + 1
     out_tokens, out_logprobs, lengths = out_tokens.cpu(), out_logprobs.cpu(), lengths.cpu()

@@ -17,15 +17,18 @@ from countdown_study.runs.store import RunStore
 from countdown_study.training.specs import DataSpec, EvalSpec
 
 
-def load_run_policy(data: DataSpec):
-    """``(model, tokenizer, template)`` of a run: the policy, its tokenizer, the template it is prompted with."""
-    model, tokenizer = load_policy(data.policy, tokenizer=data.tokenizer)
+def load_run_policy(data: DataSpec, attention: str | None = None):
+    """``(model, tokenizer, template)`` of a run: the policy, its tokenizer, the template it is prompted with.
+
+    ``attention``: the attention implementation of the model's forward (``policy.load_policy``).
+    """
+    model, tokenizer = load_policy(data.policy, tokenizer=data.tokenizer, attention=attention)
     return model, tokenizer, data.template or prompt_template(model)
 
 
-def load_reference(data: DataSpec):
+def load_reference(data: DataSpec, attention: str | None = None):
     """The frozen reference policy of a run: the starting policy again, without gradients."""
-    ref_model, _ = load_policy(data.policy, tokenizer=data.tokenizer)
+    ref_model, _ = load_policy(data.policy, tokenizer=data.tokenizer, attention=attention)
     return ref_model.requires_grad_(False)
 
 
@@ -71,6 +74,7 @@ def evaluate_run(
         sampling=spec.sampling,
         seed=seed,
         template=template,
+        batch_size=spec.batch_size,
         engine=engine,
     )
     store.write_table("eval", result.samples.drop(columns=["completion"]))

@@ -58,6 +58,10 @@ from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, chec
 # ---------------------------------------------------------------------------------------------------
 
 
+ATTENTIONS = ("eager", "sdpa", "flash_attention_2", "flex_attention")
+"""Attention implementations a run may ask transformers for (``TrainConfig.attention``)."""
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """One RLOO run. Defaults are the CPU preset for the embedded policy."""
@@ -76,8 +80,13 @@ class TrainConfig:
     """P, prompts per step."""
     group_size: int = 8
     """G, samples per prompt (at least 2)."""
-    micro_batch: int = 128
-    """Sequences per forward/backward, grouped by length; gradients accumulate over the P * G sequences."""
+    micro_batch: int = 64
+    """Sequences per forward/backward, grouped by length; gradients accumulate over the P * G sequences
+    (64 was fastest here: 0.93 s per update of 32 x 8 against 1.04 s at 128 and 1.53 s at 256)."""
+    attention: str = "eager"
+    """Attention implementation of the update's forward passes (transformers' ``attn_implementation``).
+    ``eager`` (matmuls and a softmax) took 1.0 s per update of 32 x 8 on 2 CPU cores where ``sdpa``
+    took 1.55 s, 38% of it in the fused CPU kernel's backward; on a GPU ``sdpa`` is the better choice."""
     lr: float = 1e-4
     """AdamW learning rate, constant."""
     weight_decay: float = 0.0
@@ -112,6 +121,8 @@ class TrainConfig:
         check_positive("grad_clip", self.grad_clip)
         check_positive("weight_decay", self.weight_decay, allow_zero=True)
         check_seed(self.seed)
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {self.attention!r}; choose one of {ATTENTIONS}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {self.sampler!r}; known samplers: {sorted(SAMPLERS)}")
 
@@ -131,6 +142,7 @@ PRESETS: dict[str, TrainConfig] = {
         steps=100,
         prompts_per_step=128,
         micro_batch=8,
+        attention="sdpa",
         lr=1e-5,
         loss=RLOOConfig(kl_coef=0.001, entropy_coef=0.001),
         sampling=SamplingConfig(max_new_tokens=1024, engine="vllm"),
@@ -329,10 +341,10 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     The body of an RLOO run: a module-level function of (config, store), so an executor can ship it.
     """
     aux_losses = build_aux_losses(config.aux_losses)
-    model, tokenizer, template = load_run_policy(config.data)
+    model, tokenizer, template = load_run_policy(config.data, config.attention)
     ref_model = None
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
-        ref_model = load_reference(config.data)
+        ref_model = load_reference(config.data, config.attention)
     pool, eval_tasks = study_tasks(config.data)
     sampler = make_sampler(config.sampler, pool, config.seed, **config.sampler_options)
     optimizer = torch.optim.AdamW(
