@@ -4,8 +4,8 @@ Three measurements, one after the other, on a machine that should be otherwise i
 is recorded before and after each):
 
 * ``evaluation``: ``evaluate`` of the embedded policy on the full preset's 500 shared held-out tasks x 16
-  samples at the reports' evaluation sampling (temperature 0.6, top-p 0.95, top-k 20, the preset's
-  96-token budget), with 2 threads and with 1;
+  samples at the reports' evaluation sampling (temperature 0.6, top-p 0.95, top-k 20, whole rollouts up
+  to the preset's evaluation budget), with 2 threads and with 1;
 * ``one_run_2_threads``: one full-preset RLOO run (uniform sampler, seed 0: 60 steps of 32 x 8 with the
   KL and entropy terms, then the evaluation), ``train`` in a temporary run store with 2 threads;
 * ``two_runs_1_thread``: two such runs (seeds 0 and 1) side by side in two processes with 1 thread each,

@@ -278,7 +278,7 @@ def run_trl(
             model=model,
             reward_funcs=countdown_reward(config.format_score),
             args=RLOOConfig(**settings),
-            train_dataset=trl_dataset(tasks, tokenizer, config.template or prompt_template(model)),
+            train_dataset=trl_dataset(tasks, tokenizer, config.data.template or prompt_template(model)),
             processing_class=tokenizer,
             callbacks=[callback],
         )

@@ -202,7 +202,7 @@ def test_a_finished_run_is_loaded_not_retrained(tmp_path, monkeypatch):
     with_runtime = sft.train_sft(replace(TINY, threads=2, log_every=3), tmp_path, progress=False)
     assert again.path == first.path == with_runtime.path
     assert again.load_results() == results and again.provenance() == provenance
-    assert [p.name for p in tmp_path.iterdir()] == [first.run_id]
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == [first.run_id]
 
 
 def test_resume_matches_an_uninterrupted_run(tmp_path):

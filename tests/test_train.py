@@ -329,7 +329,7 @@ def test_a_bad_checkpoint_starts_the_run_over_to_the_same_result(tiny_policy, tm
         tiny_config(tiny_policy, steps=4, checkpoint_every=2), root=tmp_path / "ok", progress=False
     )
     config = _interrupted(tiny_policy, tmp_path / "bad", steps_before=3)
-    (run,) = (tmp_path / "bad").iterdir()
+    (run,) = [p for p in (tmp_path / "bad").iterdir() if p.is_dir()]
     checkpoint = run / "checkpoints" / "last.pt"
     assert torch.load(checkpoint, weights_only=False)["step"] == 2
     if damage == "unreadable checkpoint":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from countdown_study.paths import figures_dir, notebooks_dir, results_dir, tables_dir
+from countdown_study.paths import figures_dir, notebooks_dir, results_dir, runs_dir, tables_dir
 
 PRESET_NAMES = ("tiny", "quick", "full")
 """``study.pipeline.PRESETS``, written out so that parsing imports no torch (``tests/test_cli.py`` holds
@@ -45,10 +45,15 @@ def check_parameters(extra: dict) -> None:
 
 
 def cli_main(args: argparse.Namespace) -> int:
-    """Run the notebooks and print one line per notebook; exit 1 if any failed."""
+    """Run the notebooks and print one line per notebook; exit 1 if any failed.
+
+    While they run, each run's progress (trained, resumed, reused, waited for, its step and rate,
+    evaluated, finished) is printed from the run store's event log (``runs.events.watch``).
+    """
     import yaml
 
     from countdown_study.reporting.outputs import headline_contrasts, write_figure_index
+    from countdown_study.runs.events import watch
     from countdown_study.study.pipeline import list_notebooks, run_notebooks
 
     notebooks = list_notebooks(args.notebooks)
@@ -57,7 +62,9 @@ def cli_main(args: argparse.Namespace) -> int:
         return 1
     extra = {name: yaml.safe_load(value) for name, value in args.parameter}
     check_parameters(extra)
-    outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
+    runs_dir().mkdir(parents=True, exist_ok=True)
+    with watch(runs_dir(), write=lambda line: print(f"  {line}", flush=True)):
+        outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
     for o in outcomes:
         status = "ok    " if o.ok else "FAILED"
         print(

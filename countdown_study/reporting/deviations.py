@@ -21,6 +21,10 @@ _SHARED = (
     ("training length and batch", "100-128 steps of 128 prompts x 8 (001: 16 x 4)",
      "full preset: 60 steps of 32 prompts x 8; quick: 20 steps of 16 x 8",
      "what five seeds of every row cost on 2 cores", "study.STUDY_PRESETS"),
+    ("generation budget", "1024 new tokens in training and evaluation",
+     "96 in training (rollouts stop at </answer>); 224 in evaluation (whole rollouts)",
+     "the embedded model has 256 positions; at a 96-token evaluation budget 32% of the SFT policy's "
+     "rollouts were cut, at 224 9.8%", "StudyPreset.max_new_tokens, StudyPreset.eval_max_new_tokens"),
     ("learning rate", "1e-5 constant", "1e-4 constant",
      "a 3.4M model trained for 60 steps moves too little at 1e-5", "TrainConfig.lr"),
     ("held-out evaluation", "50 test prompts x 16 samples",

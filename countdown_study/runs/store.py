@@ -16,6 +16,8 @@ twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_
   run and the file (``countdown-study runs verify`` checks a whole store).
 * ``.lock``: held by the process running the run, so that parallel studies never run it twice.
 
+Beside the run folders, ``<runs_dir>/events.jsonl`` logs what every run is doing (``runs.events``).
+
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a
 crash leaves either the old file or the new one, never a partial one, and never a ``DONE``.
 """
@@ -30,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ import pandas as pd
 import torch
 
 from countdown_study import paths
+from countdown_study.runs.events import describe, record_event
 from countdown_study.runs.files import (
     atomic_path,
     atomic_write_json,
@@ -164,9 +168,12 @@ class RunStore:
         self.path.mkdir(parents=True, exist_ok=True)
         with open(self.path / LOCK, "a") as handle:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as err:
-                raise RunBusyError(f"run {self.run_id} is being run by another process") from err
+                if not wait:
+                    raise RunBusyError(f"run {self.run_id} is being run by another process") from err
+                self.event("wait")
+                fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield self
             finally:
@@ -273,11 +280,14 @@ class RunStore:
         """
         if self.is_done:
             self.check()
+            self.event("reuse")
             return self
         with self.lock(wait=wait):
             if self.is_done:  # finished by another process while this one waited
                 self.check()
+                self.event("reuse")
                 return self
+            started = time.perf_counter()
             if threads is not None:
                 torch.set_num_threads(threads)
             resumable = (
@@ -287,11 +297,22 @@ class RunStore:
             )
             if not resumable:
                 self.start()
+                self.event("start")
             else:
                 remove_temporaries(self.path)  # files a killed attempt was writing
-            results = run(self)
-            self.finish(results, steps=results["steps"] if per_step_log else None)
+                self.event("resume")
+            try:
+                results = run(self)
+                self.finish(results, steps=results["steps"] if per_step_log else None)
+            except BaseException as err:
+                self.event("failed", error=f"{type(err).__name__}: {err}")
+                raise
+            self.event("done", seconds=time.perf_counter() - started)
         return self
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """Record a progress event of this run in the store's event log (``runs.events``)."""
+        record_event(self.path.parent, self.run_id, describe(self.config), kind, **fields)
 
     # -- writing ------------------------------------------------------------------------------------
 

@@ -44,7 +44,11 @@ class StudyPreset:
     eval_n: int
     """Samples per evaluation task."""
     max_new_tokens: int = 96
-    """Generation budget in training and evaluation."""
+    """Generation budget of training rollouts (they stop at ``</answer>``)."""
+    eval_max_new_tokens: int = 224
+    """Generation budget of evaluation rollouts (whole rollouts, the last answer graded): up to the
+    embedded model's 256 positions (prompts are at most 32 tokens). On the 500 shared tasks the SFT
+    policy's rollouts were cut at 96 tokens in 32% of samples (pass@1 0.323), at 224 in 9.8% (0.376)."""
     data: DataSpec = field(default_factory=DataSpec)
     """Starting policy (tokenizer, template) of every method, training pool, held-out evaluation source;
     its ``eval_limit`` is replaced by this preset's."""
@@ -67,7 +71,7 @@ class StudyPreset:
     @property
     def run_eval(self) -> EvalSpec:
         """The evaluation of every run at this preset (the reports' sampling, the preset's budget)."""
-        return EvalSpec(self.eval_n, replace(EVAL_SAMPLING, max_new_tokens=self.max_new_tokens))
+        return EvalSpec(self.eval_n, replace(EVAL_SAMPLING, max_new_tokens=self.eval_max_new_tokens))
 
     def train_config(self, sampler: str = "uniform", seed: int = 0, **changes: Any) -> TrainConfig:
         """The RLOO run of ``sampler`` at this preset (CPU preset otherwise)."""
@@ -102,7 +106,7 @@ class StudyPreset:
 STUDY_PRESETS: dict[str, StudyPreset] = {
     # Seconds: exercises every code path of a notebook (tests).
     "tiny": StudyPreset("tiny", seeds=(0,), steps=2, prompts_per_step=4, group_size=4, eval_limit=6, eval_n=16,
-                        max_new_tokens=48, data=DataSpec(train_tasks="generated:500:1"), ipo_prompts=16,
+                        max_new_tokens=48, eval_max_new_tokens=48, data=DataSpec(train_tasks="generated:500:1"), ipo_prompts=16,
                         survey_tasks=300, threads=1),
     # Minutes on 2 cores: one seed, 20 RLOO steps of 16 prompts x 8, 100 shared tasks x 16.
     "quick": StudyPreset("quick", seeds=(0,), steps=20, prompts_per_step=16, group_size=8, eval_limit=100,

@@ -66,6 +66,7 @@ def evaluate_run(
     The compact verdict table (kept in git) goes to ``tables/eval.parquet``, raw texts beside it
     (ignored by git).
     """
+    store.event("evaluate")
     result = evaluation.evaluate(
         model,
         tokenizer,

@@ -364,6 +364,12 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     for step in bar:
         record = rloo_step(step, model, ref_model, engine, optimizer, sampler, config, template, aux_losses)
         store.log_step(record)
+        store.event(
+            "step",
+            step=step,
+            steps=config.steps,
+            seconds=sum(v for k, v in record.items() if k.startswith("seconds_")),
+        )
         if writer is not None:
             for key, value in record.items():
                 if isinstance(value, (int, float)) and math.isfinite(value):
