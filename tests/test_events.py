@@ -59,10 +59,10 @@ def test_watch_writes_lines_for_new_events_only(tmp_path):
     with watch(tmp_path, write=lines.append, interval=0.05):
         record_event(tmp_path, "r1", "seed 1", "start")
         time.sleep(0.2)
-        assert lines == ["train    r1 (seed 1): started"]  # written while the block runs
+        assert lines == ["start    r1 (seed 1): started"]  # written while the block runs
         record_event(tmp_path, "r1", "seed 1", "step", step=3, steps=60, seconds=1.0)  # not shown
         record_event(tmp_path, "r1", "seed 1", "done", seconds=60.0)
-    assert lines == ["train    r1 (seed 1): started", "done     r1 (seed 1): finished in 1.0 min"]
+    assert lines == ["start    r1 (seed 1): started", "done     r1 (seed 1): finished in 1.0 min"]
 
 
 def test_store_logs_start_done_then_reuse(tmp_path):

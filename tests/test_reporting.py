@@ -91,8 +91,28 @@ def test_plots_leave_no_figure_open_in_pyplot(curves, steps):
     ]
     assert all(f.axes for f in figures)
     assert plt.get_fignums() == before
-    hist = figures[-1].axes[0]
-    assert [t.get_text() for t in hist.get_legend().get_texts()] == ["3", "4"]
+    legend = figures[-1].legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["3", "4"]
+
+
+def test_groups_keep_a_readers_order_and_one_colour_across_panels():
+    assert plots.ordered_labels([10, 3, 4]) == [3, 4, 10]
+    assert plots.ordered_labels(["hard", "easy", "medium"]) == ["easy", "medium", "hard"]
+    assert plots.ordered_labels(["OOD", "T2", "T0"]) == ["T0", "T2", "OOD"]
+    assert plots.ordered_labels(["b", "a"]) == ["a", "b"]
+    dv = pd.DataFrame(
+        {"target": [10, 20, 30, 40, 50], "nps": [1, 5, 9, 2, 3], "tier": ["T2", "T0", "T1", "T0", "T2"]}
+    )
+    fig = plots.histogram_grid(dv, ["target", "nps"], hue="tier", bins=3)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["T0", "T1", "T2"]
+    colours = [[tuple(p.get_facecolor()[:3]) for p in ax.patches if p.get_fill()] for ax in fig.axes]
+    assert colours[0] == colours[1] and len(set(colours[0])) == 3  # one colour per tier, the same in both
+    steps = pd.DataFrame(
+        {"method": ["A"] * 2 + ["B"] * 2, "step": [0, 1, 0, 1],
+         "batch_hard": [1, 2, 0, 0], "batch_easy": [3, 2, 4, 4]}
+    )  # fmt: skip
+    fig = plots.occupancy_figure(steps)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["easy", "hard"]
 
 
 def test_reporting_imports_without_torch():

@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-STYLE = ("seaborn-v0_8", "seaborn-v0_8-whitegrid", "seaborn-v0_8-paper")
-"""Matplotlib styles every figure here is drawn in."""
+STYLE = ("seaborn-v0_8", "seaborn-v0_8-whitegrid", "seaborn-v0_8-paper", "seaborn-v0_8-colorblind")
+"""Matplotlib styles every figure here is drawn in (the last sets a colour-blind-safe colour cycle)."""
 
 _F = TypeVar("_F", bound=Callable[..., Figure])
 
@@ -95,6 +96,26 @@ LABELS = {
 """Axis labels of step-log columns (others: the column name without ``sampler_``, spaces for ``_``)."""
 LEVEL_NAMES = ("easy", "medium", "hard")
 """Names of the sliding-window controller's levels, by index."""
+KNOWN_ORDERS = (
+    ("T0", "T1", "T2", "T3", "OOD"),
+    LEVEL_NAMES,
+    ("too_easy", "learnable", "too_hard", "unknown"),
+    ("easy", "hard"),
+)
+"""Orders of group labels that are not alphabetical (tiers, levels, reward-adaptive categories)."""
+
+
+def ordered_labels(labels: Sequence) -> list:
+    """Distinct labels in a reader's order: a known order (tiers, levels, categories) when every label is
+    in one, else numbers by value (``3 < 4 < 10``), else text alphabetically."""
+    distinct = list(dict.fromkeys(labels))
+    for order in KNOWN_ORDERS:
+        if all(str(x) in order for x in distinct):
+            return sorted(distinct, key=lambda x: order.index(str(x)))
+    numeric = pd.to_numeric(pd.Series(distinct, dtype=object), errors="coerce")
+    if numeric.notna().all():
+        return [distinct[i] for i in np.argsort(numeric.to_numpy(dtype=float), kind="stable")]
+    return sorted(distinct, key=str)
 
 
 def label(column: str) -> str:
@@ -112,10 +133,16 @@ def _methods(steps: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(steps["method"]))
 
 
-def _legend(fig: Figure, colours: dict[str, str]) -> None:
-    """One legend for the whole figure, methods in study order, below the panels."""
-    handles = [Line2D([], [], color=colour, label=method) for method, colour in colours.items()]
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 3), fontsize=7)
+def _legend(fig: Figure, colours: dict[str, str], title: str | None = None, patches: bool = False) -> None:
+    """One legend for the whole figure, entries in ``colours``' order, below the panels."""
+    if patches:
+        handles = [Patch(facecolor=colour, alpha=0.6, label=str(name)) for name, colour in colours.items()]
+    else:
+        handles = [Line2D([], [], color=colour, label=str(name)) for name, colour in colours.items()]
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7, title=title,
+        title_fontsize=7,
+    )  # fmt: skip
 
 
 @_styled
@@ -181,22 +208,28 @@ def controller_figure(steps: pd.DataFrame, low: float, high: float, prefix: str 
 
 @_styled
 def occupancy_figure(steps: pd.DataFrame, prefix: str = "batch_", title: str = "batch composition") -> Figure:
-    """Stacked share of each batch label (bucket, category, level) over training, one panel per method."""
+    """Stacked share of each batch label (bucket, category, level) over training, one panel per method.
+
+    Labels keep one colour and their reader's order (``ordered_labels``) in every panel; one legend.
+    """
     columns = [c for c in steps.columns if c.startswith(prefix)]
     methods = [m for m, g in steps.groupby("method", sort=False) if g[columns].notna().any().any()]
-    fig = Figure(figsize=(4.2 * max(1, len(methods)), 3.2), layout="constrained")
+    names = ordered_labels([c[len(prefix) :] for c in columns])
+    colours = method_colours(names)
+    fig = Figure(figsize=(4.2 * max(1, len(methods)), 3.4), layout="constrained")
     axes = fig.subplots(1, max(1, len(methods)), squeeze=False)
     for ax, method in zip(axes[0], methods, strict=False):
         group = steps[steps["method"] == method].groupby("step")[columns].mean().fillna(0)
-        present = [c for c in columns if group[c].sum() > 0]
-        shares = group[present].div(group[present].sum(axis=1), axis=0)
-        ax.stackplot(shares.index, shares.T.to_numpy(), labels=[c[len(prefix) :] for c in present])
+        present = [n for n in names if group[prefix + n].sum() > 0]
+        shares = group[[prefix + n for n in present]]
+        shares = shares.div(shares.sum(axis=1), axis=0)
+        ax.stackplot(shares.index, shares.T.to_numpy(), colors=[colours[n] for n in present])
         ax.set_title(method, fontsize=8)
-        ax.set_xlabel("step")
+        ax.set_xlabel("training step")
         ax.set_ylim(0, 1)
-        ax.legend(fontsize=6, loc="lower left")
-    axes[0][0].set_ylabel("share of batch")
+    axes[0][0].set_ylabel("share of the training batch")
     fig.suptitle(title)
+    _legend(fig, colours, patches=True)
     return fig
 
 
@@ -206,27 +239,32 @@ def histogram_grid(
 ) -> Figure:
     """One histogram per column of ``table`` (e.g. Difficulty Vector fields), optionally split by ``hue``.
 
-    Each panel shares its bin edges across the ``hue`` groups and draws one step outline per group
-    (counts, not normalised); the first panel carries the legend, titled ``hue``.
+    Each panel shares its bin edges across the ``hue`` groups and draws each group as a translucent
+    filled histogram with an outline in its colour (counts, not normalised); groups keep one colour and
+    their reader's order (``ordered_labels``) in every panel, with one legend titled ``hue``.
     """
     n = len(columns)
     cols = min(3, n)
     rows = (n + cols - 1) // cols
-    fig = Figure(figsize=(4 * cols, 2.8 * rows), layout="constrained")
+    fig = Figure(figsize=(4 * cols, 2.8 * rows + (0.5 if hue else 0)), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
-    groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=True))
+    if hue is None:
+        groups = [(None, table)]
+    else:
+        by_label = dict(list(table.groupby(hue, sort=False)))
+        groups = [(key, by_label[key]) for key in ordered_labels(list(by_label))]
+    colours = method_colours([key for key, _ in groups])
     for ax, column in zip(axes.flat, columns, strict=False):
         values = pd.to_numeric(table[column], errors="coerce").dropna().to_numpy(dtype=float)
         edges = np.histogram_bin_edges(values, bins=bins) if len(values) else np.linspace(0, 1, bins + 1)
-        for label, group in groups:
+        for key, group in groups:
             data = pd.to_numeric(group[column], errors="coerce").dropna().to_numpy(dtype=float)
-            ax.hist(
-                data, bins=edges, histtype="step", linewidth=1.2, label=None if label is None else str(label)
-            )
-        ax.set_title(column, fontsize=8)
-        ax.set_ylabel("count")
+            ax.hist(data, bins=edges, histtype="stepfilled", alpha=0.35, color=colours[key])
+            ax.hist(data, bins=edges, histtype="step", linewidth=1.1, color=colours[key])
+        ax.set_title(label(column), fontsize=8)
+        ax.set_ylabel("tasks")
     if hue is not None:
-        axes[0][0].legend(title=hue, fontsize=6, title_fontsize=6)
+        _legend(fig, colours, title=label(hue), patches=True)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     return fig

@@ -71,8 +71,8 @@ def progress_line(event: Mapping[str, Any]) -> str | None:
     }
     if kind not in texts:
         return None
-    verb = {"reuse": "reuse", "wait": "wait", "evaluate": "eval", "done": "done", "failed": "FAILED"}
-    return f"{verb.get(kind, 'train'):<8} {who}: {texts[kind]}"
+    verb = {"evaluate": "eval", "failed": "FAILED"}.get(kind, kind)
+    return f"{verb:<8} {who}: {texts[kind]}"
 
 
 def read_events(path: Path, offset: int) -> tuple[list[dict], int]:
