@@ -59,6 +59,10 @@ class SamplerStream(IntEnum):
     """The pool order of an epoch (uniform without replacement)."""
     REPLACEMENT = 2
     """Uniform draws with replacement."""
+    PROBE = 3
+    """The prompts a sampler probes before a step's update (report 002)."""
+    COUNTERFACTUAL = 4
+    """Same-size reference batches of report 002's refresh diagnostics."""
 
 
 class SFTStream(IntEnum):

@@ -8,14 +8,13 @@ import pytest
 from scipy import stats as scipy_stats
 
 from countdown_study.countdown.features import DV_COLUMNS, difficulty_vectors
+from countdown_study.samplers.observations import LOG_COLUMNS, observation_rows
 from countdown_study.study.fsc_analysis import (
     BANDS,
-    LOG_COLUMNS,
     difficulty_band,
     edge_profile,
     fail_rate,
     failure_by_bin,
-    observation_rows,
     sample_complexity,
     signal_gain,
     success_by_phase,

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 import torch
 
@@ -343,3 +344,48 @@ def test_a_bad_checkpoint_starts_the_run_over_to_the_same_result(tiny_policy, tm
     strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
     assert strip(resumed.read_steps()) == strip(reference.read_steps())
     assert resumed.load_results()["eval"] == reference.load_results()["eval"]
+
+
+@pytest.mark.parametrize(
+    "sampler, options, table",
+    [
+        ("fsc_dynamic_edge", {"total_steps": 4, "probe_size": 3, "probe_every": 2}, "sampler_observations"),
+        ("adsc_rule_based", {}, "sampler_tasks"),
+    ],
+)
+def test_sampler_logs_reach_the_run_store_and_survive_a_resume(
+    tiny_policy, tmp_path, sampler, options, table
+):
+    """A sampler's records (report 002's observation log, report 004's synthetic-task log) are written as
+    run tables, probes are counted in the step log, and an interrupted run resumes to the same tables."""
+    changes = {"steps": 4, "checkpoint_every": 2, "sampler": sampler, "sampler_options": options}
+    reference = train(tiny_config(tiny_policy, **changes), root=tmp_path / "ok", progress=False)
+    from countdown_study.training import loop
+
+    original = loop.rloo_step
+
+    def stop_at_three(step, *args, **kwargs):
+        if step == 3:
+            raise KeyboardInterrupt
+        return original(step, *args, **kwargs)
+
+    loop.rloo_step = stop_at_three
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(tiny_config(tiny_policy, **changes), root=tmp_path / "cut", progress=False)
+    finally:
+        loop.rloo_step = original
+    resumed = train(tiny_config(tiny_policy, **changes), root=tmp_path / "cut", progress=False)
+    logged = reference.read_table(table)
+    assert len(logged) > 0
+    pd.testing.assert_frame_equal(resumed.read_table(table), logged)
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
+    assert strip(resumed.read_steps()) == strip(reference.read_steps())
+    if sampler.startswith("fsc_"):
+        assert set(logged["source"]) == {"probe", "batch"}
+        probe_steps = [r["step"] for r in reference.read_steps() if r.get("probe_rollouts")]
+        assert probe_steps == [0, 2] and all(
+            r["probe_rollouts"] == 3 * 4 for r in reference.read_steps() if r["step"] in probe_steps
+        )
+    else:
+        assert {"tier", "accepted", "reason", "step"} <= set(logged.columns)

@@ -10,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from countdown_study.countdown.synthetic import RuleBasedGenerator
 from countdown_study.countdown.task import Task
+from countdown_study.samplers.bandit_router import ADSC_REAL_ONLY, ADSC_SYNTHETIC, BanditRouterSampler
 from countdown_study.samplers.base import (
     Batch,
     Sampler,
     UniformWithoutReplacement,
     UniformWithReplacement,
 )
+from countdown_study.samplers.feature_space import FSC_PRESETS, FeatureSpaceSampler
 from countdown_study.samplers.fixed_buckets import FIXED_V1, FIXED_V2, FixedBucketSampler
 from countdown_study.samplers.reward_adaptive import ADAPTIVE_V1, ADAPTIVE_V2, RewardAdaptiveSampler
 from countdown_study.samplers.sliding_window import SLIDING_WINDOW, SlidingWindowSampler
@@ -40,6 +43,11 @@ SAMPLERS: dict[str, Callable[..., Sampler]] = {
     "adaptive_v2": partial(RewardAdaptiveSampler.from_options, config=ADAPTIVE_V2),
     "sliding_window": partial(SlidingWindowSampler.from_options, config=SLIDING_WINDOW),
     "staged_thirds": partial(StagedSampler.from_options, config=STAGED_THIRDS),
+    **{name: partial(FeatureSpaceSampler.from_options, config=cfg) for name, cfg in FSC_PRESETS.items()},
+    "adsc_real_only": partial(BanditRouterSampler.from_options, config=ADSC_REAL_ONLY),
+    "adsc_rule_based": partial(
+        BanditRouterSampler.from_options, config=ADSC_SYNTHETIC, source_factory=RuleBasedGenerator
+    ),
 }
 """Every sampler by name; methods register theirs here."""
 

@@ -12,6 +12,9 @@ The interface every method of the study plugs into (the training loop never chan
    (``countdown.grading``: rewards, correctness, reasons, ``(P, G)`` each) and RLOO advantages ``(P, G)`` (reports 000, 001, 002, 004 adapt from them).
 4. ``sampler.stats() -> dict``: numbers for the step log (occupancy, current level, ...).
 5. ``sampler.state_dict()`` / ``load_state_dict(state)``: everything needed to resume, JSON-able.
+6. ``sampler.records() -> {name: rows}``: logs the sampler keeps for analysis (report 002's observation
+   log, report 004's synthetic-task log), JSON-able rows kept in its state; the training loop writes
+   each as ``tables/sampler_<name>.parquet`` in the run store.
 
 Randomness: a sampler keeps no RNG object; each call draws from
 ``seeding.derive_rng(seed, step, SamplerStream.*)``, so a
@@ -96,6 +99,10 @@ class Sampler:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore ``state_dict``."""
+
+    def records(self) -> dict[str, list[dict]]:
+        """The sampler's logs by name, one dict per row (none by default)."""
+        return {}
 
 
 @dataclass

@@ -4,8 +4,9 @@ The observation log
 -------------------
 A pandas table with one row per observed example per observation: every probe group and every
 training-batch group of a run, one row per prompt in prompt order (a task drawn twice in one batch gives
-two rows). The feature-space sampler writes it; ``observation_rows`` builds the rows of one step from its
-``(P, G)`` arrays. Columns (``LOG_COLUMNS``):
+two rows). The feature-space sampler keeps it (``samplers.observations``, whose ``observation_rows``
+builds the rows of one step from its ``(P, G)`` arrays) and the run store holds it as
+``tables/sampler_observations.parquet``. Columns (``LOG_COLUMNS``):
 
 - ``step`` (int): the training step of the observation (the probe before the step's update, or the
   step's training batch).
@@ -49,10 +50,6 @@ from countdown_study.countdown.features import DV_COLUMNS
 from countdown_study.seeding import derive_rng
 from countdown_study.study.stats import wilson_interval
 
-LOG_COLUMNS = ("step", "source", "task_index", "n", "n_correct", "reward_mean", "reward_var")
-"""The observation log's own columns, in order (module docstring)."""
-SOURCES = ("probe", "batch")
-"""Values of ``source``."""
 BIN_FIELDS = tuple(c for c in DV_COLUMNS if c not in ("target", "solution", "solution_count", "nps_capped"))
 """DV fields ``failure_by_bin`` bins by default: all but the raw target (binned as ``target_log10``), the
 solution string, and the solution counts (binned as ``nps_log1p``, the same quantile bins)."""
@@ -82,36 +79,6 @@ def _require(log: pd.DataFrame, columns: Iterable[str], caller: str) -> None:
         raise ValueError(f"{caller}: the observation log lacks column(s) {missing}; it has {have}")
     if log.empty:
         raise ValueError(f"{caller}: the observation log is empty")
-
-
-def observation_rows(
-    step: int, source: str, indices: Sequence[int] | np.ndarray, rewards: np.ndarray, correct: np.ndarray
-) -> pd.DataFrame:
-    """The log rows of one observation: P groups of G rollouts, ``rewards`` and ``correct`` ``(P, G)``."""
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
-    rewards, correct = np.asarray(rewards, dtype=float), np.asarray(correct, dtype=bool)  # (P, G) each
-    task_index = np.asarray(indices, dtype=np.int64)  # (P,)
-    if rewards.ndim != 2 or rewards.shape != correct.shape or rewards.shape[1] < 1:
-        raise ValueError(
-            f"rewards and correct must be (P, G >= 1) alike; got {rewards.shape}, {correct.shape}"
-        )
-    if task_index.shape != (rewards.shape[0],):
-        raise ValueError(f"indices must be (P,) = ({rewards.shape[0]},), got shape {task_index.shape}")
-    if np.any(task_index < 0):
-        raise ValueError(
-            "indices must be pool indices (>= 0): a task the sampler made has no Difficulty Vector"
-        )
-    num_prompts, group = rewards.shape
-    return pd.DataFrame({
-        "step": np.full(num_prompts, int(step), dtype=np.int64),
-        "source": source,
-        "task_index": task_index,
-        "n": np.full(num_prompts, group, dtype=np.int64),
-        "n_correct": correct.sum(axis=1).astype(np.int64),
-        "reward_mean": rewards.mean(axis=1),
-        "reward_var": rewards.var(axis=1),  # ddof=0: Eq. (2)'s Var(r)
-    })  # fmt: skip
 
 
 def with_features(log: pd.DataFrame, dv_table: pd.DataFrame) -> pd.DataFrame:

@@ -109,8 +109,10 @@ def run_method(
     if method.kind == "ipo":
         return train_ipo(preset.ipo_config(seed), root=root, progress=progress, wait=wait)
     options = dict(method.options)
-    if method.sampler in ("staged_thirds", "solution_count_staged"):
+    if method.sampler in ("staged_thirds", "solution_count_staged") or method.sampler.startswith("fsc_"):
         options.setdefault("total_steps", preset.steps)
+    if method.sampler.startswith("fsc_"):
+        options.setdefault("probe_size", preset.prompts_per_step)  # report 002 probes one batch's worth
     config = preset.train_config(method.sampler, seed, sampler_options=options, **method.changes)
     return train(config, root=root, progress=progress, wait=wait)
 

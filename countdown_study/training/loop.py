@@ -11,7 +11,10 @@ One step (``rloo_step``):
 4. The update: micro-batches of sequences through ``rollout.sequence_logprobs`` under bf16 autocast,
    ``rloo_loss`` (+ every auxiliary loss of ``aux_losses``), gradients accumulated over the whole
    batch, clipped, one AdamW step.
-5. ``sampler.observe(step, batch, grades, advantages)``, then one line of the step log.
+5. ``sampler.observe(step, batch, grades, advantages)``, then one line of the step log (with the probes'
+   rollouts and tokens, so a curriculum's extra generation is visible beside its result).
+
+At the end of training the sampler's logs (``Sampler.records``) go to ``tables/sampler_<name>.parquet``.
 
 Auxiliary losses (report 003's VCC) plug in beside the RLOO loss through the config
 (``TrainConfig.aux_losses``, see ``training.aux``), so the run id covers their settings.
@@ -31,6 +34,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
@@ -274,6 +278,7 @@ def rloo_step(
     """One RLOO step (module docstring) with the run's rollout ``engine``; returns the step's log record."""
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
+    probe_stats = {}
 
     probes = sampler.probe_requests(step)
     if probes:
@@ -285,6 +290,10 @@ def rloo_step(
                 derive_seed(config.seed, step, Stream.PROBE),
             )
         sampler.observe_probe(step, probes, _grades(probe_rollouts, probe_tasks, config))
+        probe_stats = {
+            "probe_rollouts": probe_rollouts.num_samples,
+            "probe_tokens": probe_rollouts.num_tokens,
+        }
     seconds["probe"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -313,7 +322,7 @@ def rloo_step(
     seconds["update"] = time.perf_counter() - clock
 
     sampler.observe(step, batch, grades, advantages.numpy())
-    record = {"step": step, **batch_metrics(grades, rollouts), **update, **aux_stats}
+    record = {"step": step, **batch_metrics(grades, rollouts), **probe_stats, **update, **aux_stats}
     record.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
     record.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
     if batch.arms:
@@ -379,6 +388,8 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
             save_checkpoint(store, step + 1, model, optimizer, sampler)
     if writer is not None:
         writer.close()
+    for name, rows in sampler.records().items():
+        store.write_table(f"sampler_{name}", pd.DataFrame(rows))
     result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template, engine)
     save_final(store, model, tokenizer)
     return {"eval": result.summary, "steps": config.steps}
