@@ -8,6 +8,8 @@ silently: each row cites the field that sets it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 COLUMNS = ("report", "what", "report's value", "ours", "why", "where set")
@@ -65,13 +67,27 @@ _ROWS = {
         ("reward", "binary (format score 0)", "binary for every row of this notebook",
          "the report's own reward, so its thresholds mean what they meant there", "REPORT_001 (format_score=0)"),
     ),
+    "002": (
+        ("uniform control", "static mode of the same pipeline, with replacement, flat weights",
+         "'RLOO uniform (with replacement)', shared with notebook 02",
+         "the same distribution (fsc_static is tested to draw it); one run per seed instead of two",
+         "study.CONTROL_002"),
+        ("probe size and interval", "128 prompts (one batch) every 10 of 100 steps",
+         "one batch's worth (32 prompts at the full preset) every tenth of the run (6 of 60 steps)",
+         "the report's proportions at our batch and run length", "run_method (probe_size, total_steps)"),
+        ("rows run", "Tables 1-3 and Appendix A",
+         "Tables 1-3 (ten curriculum rows); the Appendix A variants are registered but not run",
+         "five seeds of every row cost two hours of the two cores per ten rows", "study.REPORT_002"),
+    ),
 }  # fmt: skip
 """Each report's own rows (the shared ones are added to every table)."""
 
 
-def deviations(report: str) -> pd.DataFrame:
-    """The deviations table of ``report`` (``COLUMNS``): the shared rows, then the report's own."""
+def deviations(report: str, extra: Sequence[tuple[str, str, str, str, str]] = ()) -> pd.DataFrame:
+    """The deviations table of ``report`` (``COLUMNS``): the shared rows, the report's own, then ``extra``
+    rows (what, report's value, ours, why, where set) that a lower layer keeps beside its code, such as
+    ``samplers.feature_space.fsc_deviations()``."""
     if report not in _ROWS:
         raise ValueError(f"no deviations recorded for report {report!r}; have {sorted(_ROWS)}")
-    rows = [(report, *row) for row in (*_SHARED, *_ROWS[report])]
+    rows = [(report, *row) for row in (*_SHARED, *_ROWS[report], *extra)]
     return pd.DataFrame(rows, columns=list(COLUMNS))

@@ -39,7 +39,10 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
     # report 002, Table 1 (pass@1 / 8 / 16, percent -> fraction)
     *[("002", m, f"pass@{k}", v / 100, "Table 1") for m, vals in (
         ("SFT", (34.38, 71.27, 76.00)), ("IPO", (36.12, 72.05, 76.00)), ("RLOO uniform", (50.62, 65.93, 68.00)),
-        ("RLOO uniform (with replacement)", (51.31, 69.27, 72.00)),
+        ("RLOO uniform (with replacement)", (51.31, 69.27, 72.00)), ("Dynamic edge", (56.88, 72.65, 75.00)),
+        ("Static-once edge", (49.38, 67.37, 68.00)), ("Static-once feature_failure", (52.56, 73.61, 78.00)),
+        ("DV kernel", (56.38, 70.82, 72.00)), ("Edge x feature_failure", (57.75, 73.38, 74.00)),
+        ("Split batch 70/30", (57.88, 71.90, 74.00)),
     ) for k, v in zip((1, 8, 16), vals, strict=True)],
     # report 003, Table 1 (pass@1 = rollout accuracy, pass@16)
     ("003", "SFT", "pass@1", 0.3038, "Table 1"),

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from countdown_study.runs.store import RunBusyError, RunStore
 from countdown_study.study.presets import StudyPreset, evaluate_policy_run, study_preset
+from countdown_study.training.common import study_tasks
 from countdown_study.training.ipo import train_ipo
 from countdown_study.training.loop import train
 
@@ -96,6 +98,41 @@ CONTRASTS_001 = tuple((m.name, REPORT_001[0].name) for m in (*REPORT_001[1:], *R
 """Notebook 04's paired contrasts: every row against its binary-reward uniform baseline."""
 
 CLAIMS_001 = {(REPORT_001[1].name, REPORT_001[0].name): -1}
+
+CONTROL_002 = UNIFORM_REPLACEMENT
+"""Report 002's uniform control: its static mode draws uniformly with replacement, which is
+``uniform_replacement`` (shared with notebook 02; ``fsc_static`` is the same distribution)."""
+REPORT_002 = (
+    Method("Dynamic edge", sampler="fsc_dynamic_edge"),
+    Method("Static-once edge", sampler="fsc_once_edge"),
+    Method("Static-once feature_failure", sampler="fsc_once_feature_failure"),
+    Method("DV kernel", sampler="fsc_kernel"),
+    Method("DV kernel (density-corrected)", sampler="fsc_kernel_density"),
+    Method("Edge x feature_failure", sampler="fsc_multiply"),
+    Method("Weighted average", sampler="fsc_weighted"),
+    Method("Split batch 70/30", sampler="fsc_split"),
+    Method("Gated", sampler="fsc_gated"),
+    Method("Schedule", sampler="fsc_schedule"),
+)
+"""Report 002's rows of Tables 1-3 (the samplers ``samplers.feature_space``), beside ``CONTROL_002``."""
+CONTRASTS_002 = (
+    *((m.name, CONTROL_002.name) for m in REPORT_002),
+    ("Dynamic edge", "Static-once edge"),
+    ("Static-once feature_failure", "Static-once edge"),
+)
+"""Notebook 05's paired contrasts: every row against the uniform control, and the two claims between
+rows."""
+CLAIMS_002 = {
+    ("Dynamic edge", CONTROL_002.name, "pass@1"): +1,  # R1
+    ("Dynamic edge", "Static-once edge", "pass@1"): +1,  # R2
+    ("Static-once feature_failure", "Static-once edge", "pass@16"): +1,  # R3
+    ("Static-once feature_failure", CONTROL_002.name, "pass@16"): +1,  # R3
+    ("Edge x feature_failure", CONTROL_002.name, "pass@1"): +1,  # R4
+    ("Split batch 70/30", CONTROL_002.name, "pass@1"): +1,  # R4
+}
+"""Report 002's claims R1-R4, signed, per metric: dynamic edge beats the control (R1) and its frozen
+version (R2) at pass@1; frozen feature_failure beats frozen edge and the control at high k (R3); the
+fusions beat the control at pass@1 (R4; that they lose no high k is read from their pass@16 rows)."""
 """Report 001's claim, signed: the sliding window trails uniform RLOO (binary reward); staged thirds is
 its proposed baseline, with no claim."""
 
@@ -189,3 +226,23 @@ def run_study(
 def _provenance_fields(store: RunStore) -> dict[str, Any]:
     record = store.provenance()
     return {key: record.get(key) for key in ("git_sha", "git_dirty", "started", "finished", "torch_threads")}
+
+
+def sampler_records(result: StudyResult, name: str) -> pd.DataFrame:
+    """Every run's sampler log ``name`` (``Sampler.records``, ``tables/sampler_<name>.parquet``) with
+    ``method`` and ``seed`` columns; runs whose sampler keeps no such log are skipped."""
+    tables = []
+    for run in result.runs.itertuples(index=False):
+        file = Path(run.path) / "tables" / f"sampler_{name}.parquet"
+        if file.is_file():
+            tables.append(pd.read_parquet(file).assign(method=run.method, seed=run.seed))
+    if not tables:
+        raise ValueError(f"no run of this study kept a sampler log {name!r}")
+    return pd.concat(tables, ignore_index=True)
+
+
+def training_pool(preset: StudyPreset | str) -> list:
+    """The training pool every run of ``preset`` draws from (evaluation tasks removed), in pool order: the
+    ``task_index`` of a sampler log indexes it."""
+    preset = study_preset(preset) if isinstance(preset, str) else preset
+    return study_tasks(preset.run_data)[0]

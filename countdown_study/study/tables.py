@@ -90,19 +90,21 @@ def paired_table(
     metrics: Sequence[str] = ("pass@1", "pass@16"),
     n_resamples: int = 5000,
     seed: int = 0,
-    claims: Mapping[tuple[str, str], int] | None = None,
+    claims: Mapping[tuple, int] | None = None,
 ) -> pd.DataFrame:
     """The study's comparison (``study.compare``: seeds and tasks) of ``a - b`` per contrast and metric.
 
     Columns ``PAIRED_COLUMNS``: the seed-aware interval (``ci_low``, ``ci_high``, ``ci_method``), the
     per-seed differences and their t-interval, the task-only interval (labelled, not a verdict), the
-    minimum detectable effect, and ``verdict``: for a contrast in ``claims`` (its claimed sign, +1 or -1)
-    ``holds`` / ``reversed`` / ``inside noise``; otherwise ``a above b`` / ``a below b`` / ``inside noise``.
+    minimum detectable effect, and ``verdict``: for a contrast in ``claims`` (its claimed sign, +1 or -1,
+    keyed ``(a, b)`` for every metric or ``(a, b, metric)`` for one) ``holds`` / ``reversed`` /
+    ``inside noise``; otherwise ``a above b`` / ``a below b`` / ``inside noise``.
     """
     rows = []
+    claims = claims or {}
     for a, b in contrasts:
-        sign = (claims or {}).get((a, b))
         for metric in metrics:
+            sign = claims.get((a, b, metric), claims.get((a, b)))
             c = compare(
                 problem_matrix(result, a, metric), problem_matrix(result, b, metric), seed, n_resamples
             )
