@@ -29,7 +29,8 @@ def results(tmp_path_factory):
 
 
 def test_notebooks_are_thin_and_committed_without_outputs():
-    assert [p.name[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, len(NOTEBOOKS) + 1)]
+    numbers = [int(p.name[:2]) for p in NOTEBOOKS]  # the issue order: a report's number is kept for it
+    assert numbers[0] == 1 and numbers == sorted(set(numbers))
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         code = [c for c in nb.cells if c.cell_type == "code"]

@@ -389,3 +389,14 @@ def test_sampler_logs_reach_the_run_store_and_survive_a_resume(
         )
     else:
         assert {"tier", "accepted", "reason", "step"} <= set(logged.columns)
+
+
+def test_extra_evaluation_sets_are_evaluated_beside_the_held_out_tasks(tiny_policy, tmp_path):
+    spec = EvalSpec(n=2, sampling=SamplingConfig(max_new_tokens=10), extra_sets=(("ood", "ood:3:0"),))
+    store = train(tiny_config(tiny_policy, steps=1, eval=spec), root=tmp_path, progress=False)
+    ood = store.read_table("eval_ood")
+    assert set(ood["num_count"]) == {5} and len(ood) == 3 * 2  # 3 five-number tasks x 2 samples
+    assert len(store.read_table("eval")) == 4 * 2  # the held-out evaluation is unchanged
+    assert store.verify() == []  # the extra table is part of the finished run's checksums
+    with pytest.raises(ValueError, match="distinct identifiers"):
+        EvalSpec(extra_sets=(("ood", "ood:3:0"), ("ood", "ood:4:1")))

@@ -79,6 +79,27 @@ _ROWS = {
          "Tables 1-3 (ten curriculum rows); the Appendix A variants are registered but not run",
          "five seeds of every row cost two hours of the two cores per ten rows", "study.REPORT_002"),
     ),
+    "004": (
+        ("tiers", "T0-T3 overlap (T1: 3-4 numbers, target <= 75; T2: 4 numbers, target <= 150; ...)",
+         "a partition of the pool (countdown.tier_labels)", "overlapping tiers make arm rewards ambiguous",
+         "countdown.difficulty.tier_labels"),
+        ("router warm-up", "not given", "10 steps before the hard-tier quota applies; routing from step 0",
+         "the Q EMA (eta 0.15) needs about 7 observations to settle", "BanditRouterConfig.warmup_steps"),
+        ("exploration eps", "not given", "0.1 (every arm keeps at least 1.25% of a batch's probability)",
+         "the report gives the formula, not the value", "BanditRouterConfig.epsilon"),
+        ("batch assembly under the constraints", "not described",
+         "synthetic count ~ Binomial(B, p_synthetic) clipped to the limits, multinomial within real and "
+         "synthetic arms, then the hard quota filled by moving easy slots", "the report gives only the "
+         "constraints", "samplers.bandit_router.assemble_counts"),
+        ("rule-based generator", "numbers for the tier, a random tree, exact value, checks",
+         "the same, targets 10-300; accepted 2.5-9.5% of candidates (most fail as non-integer or out of "
+         "range)", "the report gives no ranges or rates", "countdown.synthetic.RuleBasedConfig"),
+        ("teacher", "Qwen3-8B prompted with the tier spec", "not run yet: a package-trained task proposer "
+         "is the planned teacher (no model hub here)", "an 8B model cannot run on 2 CPU cores",
+         "study.REPORT_004"),
+        ("OOD set", "50 held-out 5-number prompts", "200 generated 5-number tasks (ood:200:0), never trained "
+         "on", "50 prompts give intervals of about +-0.1", "study.OOD_SET"),
+    ),
 }  # fmt: skip
 """Each report's own rows (the shared ones are added to every table)."""
 

@@ -57,6 +57,14 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
     ("004", "RLOO uniform", "mean_score", 0.5156, "Results"),
     ("004", "RLOO uniform", "exact_rate", 0.4800, "Results"),
     ("004", "RLOO uniform", "pass@16", 0.68, "Results"),
+    *[("004", m, metric, v, "Table 2") for m, vals in (
+        ("RLOO uniform (+OOD)", (0.5156, 0.4800, 0.68)), ("Router, real tasks only", (0.5247, 0.5075, 0.70)),
+        ("Router + rule-based tasks", (0.5025, 0.4775, 0.68)), ("Router + teacher tasks", (0.5280, 0.5075, 0.72)),
+    ) for metric, v in zip(("mean_score", "exact_rate", "pass@16"), vals, strict=True)],
+    ("004", "Router + rule-based tasks", "OOD exact pass@16", 0.0, "Table 4"),
+    ("004", "Router + rule-based tasks", "OOD nonzero pass@16", 0.90, "Table 4"),
+    ("004", "Router + teacher tasks", "OOD exact pass@16", 0.0, "Table 4"),
+    ("004", "Router + teacher tasks", "OOD nonzero pass@16", 0.82, "Table 4"),
 )  # fmt: skip
 
 

@@ -9,7 +9,7 @@ tables and step logs of every (method, seed).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,8 @@ class Method:
     """Sampler options (``total_steps`` is filled in from the preset when the sampler takes it)."""
     changes: dict = field(default_factory=dict)
     """Other ``TrainConfig`` fields to change (e.g. ``format_score``)."""
+    eval_sets: tuple[tuple[str, str], ...] = ()
+    """Task sets evaluated beside the preset's held-out tasks (``EvalSpec.extra_sets``)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("sft", "ipo", "rloo"):
@@ -99,6 +101,23 @@ CONTRASTS_001 = tuple((m.name, REPORT_001[0].name) for m in (*REPORT_001[1:], *R
 
 CLAIMS_001 = {(REPORT_001[1].name, REPORT_001[0].name): -1}
 
+OOD_SET = (("ood", "ood:200:0"),)
+"""Report 004's out-of-distribution evaluation: 5-number tasks, never trained on (``Method.eval_sets``)."""
+REPORT_004 = (
+    Method("RLOO uniform (+OOD)", sampler="uniform", eval_sets=OOD_SET),
+    Method("Router, real tasks only", sampler="adsc_real_only", eval_sets=OOD_SET),
+    Method("Router + rule-based tasks", sampler="adsc_rule_based", eval_sets=OOD_SET),
+)
+"""Report 004's Table 2 rows that run here: vanilla RLOO, the real-only router and ADSC with rule-based
+synthetic tasks, each also evaluated on the 5-number set (the teacher row needs the shipped teacher)."""
+CONTRASTS_004 = tuple((m.name, REPORT_004[0].name) for m in REPORT_004[1:])
+"""Notebook 07's paired contrasts: each router against vanilla RLOO."""
+CLAIMS_004 = {
+    (REPORT_004[1].name, REPORT_004[0].name): +1,  # routing alone helps (0.5156 -> 0.5247, 68% -> 70%)
+    (REPORT_004[2].name, REPORT_004[0].name): -1,  # rule-based synthetic tasks do not (0.5025, 68%)
+}
+"""Report 004's claims, signed: the real-only router beats vanilla RLOO; rule-based ADSC trails it."""
+
 CONTROL_002 = UNIFORM_REPLACEMENT
 """Report 002's uniform control: its static mode draws uniformly with replacement, which is
 ``uniform_replacement`` (shared with notebook 02; ``fsc_static`` is the same distribution)."""
@@ -142,16 +161,23 @@ def run_method(
 ) -> RunStore:
     """Run (or load) one method at one seed; ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
     if method.kind == "sft":
-        return evaluate_policy_run(preset.eval_config(seed), root=root, wait=wait)
+        return evaluate_policy_run(_with_sets(preset.eval_config(seed), method), root=root, wait=wait)
     if method.kind == "ipo":
-        return train_ipo(preset.ipo_config(seed), root=root, progress=progress, wait=wait)
+        return train_ipo(_with_sets(preset.ipo_config(seed), method), root=root, progress=progress, wait=wait)
     options = dict(method.options)
     if method.sampler in ("staged_thirds", "solution_count_staged") or method.sampler.startswith("fsc_"):
         options.setdefault("total_steps", preset.steps)
     if method.sampler.startswith("fsc_"):
         options.setdefault("probe_size", preset.prompts_per_step)  # report 002 probes one batch's worth
     config = preset.train_config(method.sampler, seed, sampler_options=options, **method.changes)
-    return train(config, root=root, progress=progress, wait=wait)
+    return train(_with_sets(config, method), root=root, progress=progress, wait=wait)
+
+
+def _with_sets(config, method: Method):
+    """``config`` with the method's extra evaluation sets (unchanged without any: same run id)."""
+    if not method.eval_sets:
+        return config
+    return replace(config, eval=replace(config.eval, extra_sets=method.eval_sets))
 
 
 def run_all(
@@ -246,3 +272,19 @@ def training_pool(preset: StudyPreset | str) -> list:
     ``task_index`` of a sampler log indexes it."""
     preset = study_preset(preset) if isinstance(preset, str) else preset
     return study_tasks(preset.run_data)[0]
+
+
+def eval_set_result(result: StudyResult, name: str) -> StudyResult:
+    """``result`` with its per-sample verdicts taken from each run's extra evaluation set ``name``
+    (``Method.eval_sets``, ``tables/eval_<name>.parquet``): summary and paired tables work on it as on the
+    held-out tasks. Methods none of whose runs evaluated the set are left out."""
+    samples, methods = [], []
+    for run in result.runs.itertuples(index=False):
+        file = Path(run.path) / "tables" / f"eval_{name}.parquet"
+        if file.is_file():
+            samples.append(pd.read_parquet(file).assign(method=run.method, seed=run.seed))
+            methods.append(run.method)
+    if not samples:
+        raise ValueError(f"no run of this study evaluated the set {name!r}")
+    kept = tuple(m for m in result.methods if m in methods)
+    return replace(result, samples=pd.concat(samples, ignore_index=True), methods=kept)

@@ -61,7 +61,8 @@ def evaluate_run(
     store: RunStore, spec: EvalSpec, seed: int, model, tokenizer, eval_tasks, template, engine=None
 ) -> evaluation.EvalResult:
     """Evaluate with the run's ``EvalSpec`` and seed (on the run's rollout ``engine`` when it has one)
-    and keep the verdicts in the run store.
+    and keep the verdicts in the run store; each of the spec's ``extra_sets`` is evaluated the same way
+    into ``tables/eval_<name>.parquet``.
 
     The compact verdict table (kept in git) goes to ``tables/eval.parquet``, raw texts beside it
     (ignored by git).
@@ -81,6 +82,12 @@ def evaluate_run(
     store.write_table("eval", result.samples.drop(columns=["completion"]))
     with atomic_path(store.path / "samples.parquet") as tmp:
         result.samples[["task_index", "sample_index", "completion"]].to_parquet(tmp, index=False)
+    for name, source in spec.extra_sets:
+        extra = evaluation.evaluate(
+            model, tokenizer, dedupe(load_tasks(source)), n=spec.n, sampling=spec.sampling, seed=seed,
+            template=template, batch_size=spec.batch_size, engine=engine,
+        )  # fmt: skip
+        store.write_table(f"eval_{name}", extra.samples.drop(columns=["completion"]))
     return result
 
 

@@ -69,12 +69,19 @@ class EvalSpec:
     batch_size: int = 64
     """Tasks per sampling batch, batch b seeded with ``derive_seed(seed, b)`` (so it decides the draws):
     64 tasks x 16 samples sampled 12% faster than 32 on 2 CPU cores, and 128 or 256 no faster."""
+    extra_sets: tuple[tuple[str, str], ...] = ()
+    """``(name, task source)`` pairs evaluated beside the held-out tasks with the same samples and
+    sampling, each into ``tables/eval_<name>.parquet`` (report 004's 5-number set:
+    ``("ood", "ood:200:0")``)."""
 
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ValueError(f"evaluation needs at least 1 sample per task, got n={self.n}")
         if self.batch_size < 1:
             raise ValueError(f"evaluation batch_size must be >= 1, got {self.batch_size}")
+        names = [pair[0] for pair in self.extra_sets]
+        if any(not (isinstance(n, str) and n.isidentifier()) for n in names) or len(set(names)) != len(names):
+            raise ValueError(f"extra_sets names must be distinct identifiers, got {names}")
 
 
 @dataclass(frozen=True)
