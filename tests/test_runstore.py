@@ -354,3 +354,21 @@ def test_results_are_group_readable_and_kill_leftovers_are_cleaned(tmp_path):
     left.parent.mkdir()
     left.write_text("half")
     assert remove_temporaries(tmp_path) == [left] and not left.exists() and target.exists()
+
+
+def test_a_field_added_later_keeps_old_run_ids_at_its_default():
+    import dataclasses
+
+    from countdown_study.runs.files import OMIT_AT_DEFAULT, canonical_json
+
+    @dataclasses.dataclass(frozen=True)
+    class Before:
+        seed: int = 0
+
+    @dataclasses.dataclass(frozen=True)
+    class After:
+        seed: int = 0
+        extra: tuple = dataclasses.field(default=(), metadata=OMIT_AT_DEFAULT)
+
+    assert canonical_json(After()) == canonical_json(Before()) == '{"seed":0}'
+    assert canonical_json(After(extra=(("ood", "ood:3:0"),))) == '{"extra":[["ood","ood:3:0"]],"seed":0}'

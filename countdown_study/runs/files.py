@@ -31,10 +31,24 @@ FILE_MODE = _file_mode()
 # ---------------------------------------------------------------------------------------------------
 
 
+OMIT_AT_DEFAULT = {"omit_at_default": True}
+"""Metadata of a config field added after runs exist: ``plain`` leaves it out while it holds its default,
+so configs that do not use it keep their canonical JSON and run ids."""
+
+
+def _at_default(f: dataclasses.Field, value: Any) -> bool:
+    if not f.metadata.get("omit_at_default"):
+        return False
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return value == default
+
+
 def plain(value: Any) -> Any:
-    """A JSON-ready copy: dataclasses to dicts, tuples and sets to lists, paths to strings."""
+    """A JSON-ready copy: dataclasses to dicts (fields marked ``OMIT_AT_DEFAULT`` left out at their
+    default), tuples and sets to lists, paths to strings."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        fields = [f for f in dataclasses.fields(value) if not _at_default(f, getattr(value, f.name))]
+        return {f.name: plain(getattr(value, f.name)) for f in fields}
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

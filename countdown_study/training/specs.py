@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from countdown_study.evaluation.evaluate import EVAL_SAMPLING
 from countdown_study.rollout import SamplingConfig
+from countdown_study.runs.files import OMIT_AT_DEFAULT
 
 TRAIN_POOL = "generated:20000:1"
 """The study's training pool: 20,000 generated tasks (seed 1); evaluation keys are removed from it."""
@@ -69,7 +70,7 @@ class EvalSpec:
     batch_size: int = 64
     """Tasks per sampling batch, batch b seeded with ``derive_seed(seed, b)`` (so it decides the draws):
     64 tasks x 16 samples sampled 12% faster than 32 on 2 CPU cores, and 128 or 256 no faster."""
-    extra_sets: tuple[tuple[str, str], ...] = ()
+    extra_sets: tuple[tuple[str, str], ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
     """``(name, task source)`` pairs evaluated beside the held-out tasks with the same samples and
     sampling, each into ``tables/eval_<name>.parquet`` (report 004's 5-number set:
     ``("ood", "ood:200:0")``)."""
