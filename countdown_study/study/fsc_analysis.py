@@ -6,19 +6,7 @@ A pandas table with one row per observed example per observation: every probe gr
 training-batch group of a run, one row per prompt in prompt order (a task drawn twice in one batch gives
 two rows). The feature-space sampler keeps it (``samplers.observations``, whose ``observation_rows``
 builds the rows of one step from its ``(P, G)`` arrays) and the run store holds it as
-``tables/sampler_observations.parquet``. Columns (``LOG_COLUMNS``):
-
-- ``step`` (int): the training step of the observation (the probe before the step's update, or the
-  step's training batch).
-- ``source`` (str): ``"probe"`` (a uniformly drawn prompt, rolled out but never trained on) or
-  ``"batch"`` (a prompt of the step's training batch, drawn from the curriculum distribution).
-- ``task_index`` (int): the task's index in the training pool (the row of ``difficulty_vectors``).
-- ``n`` (int): rollouts in the group, G.
-- ``n_correct`` (int): rollouts whose final answer verifies (``Grades.correct``), 0 to n.
-- ``reward_mean`` (float): mean of the G rewards (the {0, 0.1, 1} reward).
-- ``reward_var`` (float): within-group variance of the G rewards, population form (ddof=0): the
-  ``Var(r)`` of the report's Eq. (2) and App. E, at most 1/4 for rewards in [0, 1]. The RLOO
-  gradient proxy: zero when every rollout of the group gets the same reward.
+``tables/sampler_observations.parquet``; its columns (``LOG_COLUMNS``) are described there.
 
 ``with_features`` joins the task's Difficulty Vector columns (``DV_COLUMNS``) by ``task_index``.
 Derived, never stored: ``fail_rate = (n - n_correct) / n`` (the report's ``P(r < 1)``: partial credit
