@@ -19,9 +19,12 @@ from countdown_study.samplers.base import (
     UniformWithoutReplacement,
     UniformWithReplacement,
 )
+from countdown_study.samplers.beta_posterior import BETA_POSTERIOR, BetaPosteriorSampler
+from countdown_study.samplers.difficulty_pools import DIFFICULTY_POOLS, DifficultyPoolsSampler
 from countdown_study.samplers.feature_space import FSC_PRESETS, FeatureSpaceSampler
 from countdown_study.samplers.fixed_buckets import FIXED_V1, FIXED_V2, FixedBucketSampler
 from countdown_study.samplers.reward_adaptive import ADAPTIVE_V1, ADAPTIVE_V2, RewardAdaptiveSampler
+from countdown_study.samplers.sec import SEC, SECSampler
 from countdown_study.samplers.sliding_window import SLIDING_WINDOW, SlidingWindowSampler
 from countdown_study.samplers.staged import STAGED_THIRDS, StagedSampler
 
@@ -48,6 +51,9 @@ SAMPLERS: dict[str, Callable[..., Sampler]] = {
     "adsc_rule_based": partial(
         BanditRouterSampler.from_options, config=ADSC_SYNTHETIC, source_factory=RuleBasedGenerator
     ),
+    "difficulty_pools": partial(DifficultyPoolsSampler.from_options, config=DIFFICULTY_POOLS),
+    "beta_posterior": partial(BetaPosteriorSampler.from_options, config=BETA_POSTERIOR),
+    "sec": partial(SECSampler.from_options, config=SEC),
 }
 """Every sampler by name; methods register theirs here."""
 
