@@ -256,8 +256,8 @@ def test_auxiliary_objective_settings_change_the_run_id_and_train(tiny_policy, t
         assert record["scaled_loss"] == pytest.approx(0.1 * record["scaled_logprob"], rel=1e-3, abs=1e-3)
     finally:
         AUX_LOSSES.pop("scaled")
-    with pytest.raises(ValueError, match=r"unknown auxiliary objective\(s\) \['vcc'\]"):
-        train(tiny_config(tiny_policy, aux_losses=(AuxLossSpec("vcc"),)), root=tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"unknown auxiliary objective\(s\) \['nope'\]"):
+        train(tiny_config(tiny_policy, aux_losses=(AuxLossSpec("nope"),)), root=tmp_path, progress=False)
 
 
 def test_unsolvable_evaluation_tasks_are_counted_in_a_warning(tiny_policy, tmp_path):

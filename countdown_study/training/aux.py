@@ -1,4 +1,4 @@
-"""Auxiliary objectives beside the RLOO loss (report 003's VCC next), registered by name.
+"""Auxiliary objectives beside the RLOO loss (report 003's VCC), registered by name.
 
 An auxiliary objective is built from its ``AuxLossSpec`` (a field of the RLOO config, so the run id
 covers its settings) by the builder registered under ``spec.name``: ``builder(coef=..., **options)``
@@ -7,7 +7,12 @@ returns an object with
 * ``name``: a label for the step log (its statistics are logged as ``<name>_<key>``);
 * ``needs_reference``: whether it needs the frozen reference policy;
 * ``loss(model, ref_model, rollouts, grades, batch) -> (tensor, stats)``: the tensor, already weighted
-  by ``coef``, is added to the batch loss before the optimizer step.
+  by ``coef``, is added to the batch loss before the optimizer step. The loop calls it under the run's
+  autocast (``TrainConfig.autocast``), as it computes the RLOO term.
+
+A builder with a true ``needs_tokenizer`` attribute is also given ``tokenizer=``, the run's tokenizer
+(VCC cuts rollouts at character offsets). Registered here: ``vcc`` (``training.vcc``, imported by the
+loop).
 """
 
 from __future__ import annotations
@@ -33,9 +38,17 @@ def register_aux_loss(name: str) -> Callable[[Callable[..., Any]], Callable[...,
     return register
 
 
-def build_aux_losses(specs: Sequence[AuxLossSpec]) -> list[Any]:
-    """The objectives of ``specs``; an unknown name fails listing the registered ones."""
+def build_aux_losses(specs: Sequence[AuxLossSpec], tokenizer: Any = None) -> list[Any]:
+    """The objectives of ``specs``; an unknown name fails listing the registered ones.
+
+    ``tokenizer`` goes to the builders that declare ``needs_tokenizer``.
+    """
     unknown = [s.name for s in specs if s.name not in AUX_LOSSES]
     if unknown:
         raise ValueError(f"unknown auxiliary objective(s) {unknown}; registered: {sorted(AUX_LOSSES)}")
-    return [AUX_LOSSES[s.name](coef=s.coef, **s.options) for s in specs]
+    objectives = []
+    for spec in specs:
+        builder = AUX_LOSSES[spec.name]
+        extra = {"tokenizer": tokenizer} if getattr(builder, "needs_tokenizer", False) else {}
+        objectives.append(builder(coef=spec.coef, **spec.options, **extra))
+    return objectives

@@ -6,8 +6,8 @@ One step (``rloo_step``):
    handed back (``observe_probe``) before the update, without gradients.
 2. The run's rollout engine (built once per run) draws G completions per prompt with behaviour
    log-probs, seeded by ``derive_seed(run seed, step, Stream.ROLLOUT)``.
-3. ``countdown.grading.grade_batch`` grades every completion once (rewards, correctness, reasons);
-   ``rloo_advantages`` gives (P, G).
+3. ``countdown.grading.grade_batch`` grades every completion once (rewards, correctness, reasons;
+   ``reward="commit"``: report 003's commit reward replaces the rewards); ``rloo_advantages`` gives (P, G).
 4. The update: micro-batches of sequences through ``rollout.sequence_logprobs`` under bf16 autocast,
    ``rloo_loss`` (+ every auxiliary loss of ``aux_losses``), gradients accumulated over the whole
    batch, clipped, one AdamW step.
@@ -38,14 +38,16 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from countdown_study.countdown.commit import commit_rewards
 from countdown_study.countdown.grading import Grades, grade_batch
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
+from countdown_study.runs.files import OMIT_AT_DEFAULT
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import SAMPLERS, Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
-from countdown_study.training.aux import build_aux_losses
+from countdown_study.training.aux import AUX_LOSSES, build_aux_losses
 from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from countdown_study.training.common import (
     evaluate_run,
@@ -56,6 +58,7 @@ from countdown_study.training.common import (
     study_tasks,
 )
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
+from countdown_study.training.vcc import VCCObjective  # noqa: F401  (registers the "vcc" objective)
 
 # ---------------------------------------------------------------------------------------------------
 # Config and presets
@@ -64,6 +67,9 @@ from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, chec
 
 ATTENTIONS = ("eager", "sdpa", "flash_attention_2", "flex_attention")
 """Attention implementations a run may ask transformers for (``TrainConfig.attention``)."""
+REWARDS = ("outcome", "commit")
+"""Training rewards (``TrainConfig.reward``): the verifier's score of the final answer, or report 003's
+commit reward (``countdown.commit.commit_reward``)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,11 @@ class TrainConfig:
     """How training rollouts are drawn (temperature 1.0, 96 new tokens, stop at ``</answer>``)."""
     format_score: float = 0.1
     """Reward of a present but wrong answer (report 001 used 0: the binary reward)."""
+    reward: str = field(default="outcome", metadata=OMIT_AT_DEFAULT)
+    """``outcome`` (the final answer's score) or ``commit`` (report 003's ``1 - (L - e)/L`` for a first
+    correct answer ending at character e of L, floored at ``format_score``; sample with
+    ``stop_at_answer=False`` so that text after a commit exists). Advantages use it; ``correct`` and
+    ``exact_rate`` stay the final answer's verdict."""
     aux_losses: tuple[AuxLossSpec, ...] = ()
     """Auxiliary objectives added to the RLOO loss (report 003's VCC), with their settings."""
     seed: int = 0
@@ -129,6 +140,11 @@ class TrainConfig:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {ATTENTIONS}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {self.sampler!r}; known samplers: {sorted(SAMPLERS)}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"unknown reward {self.reward!r}; choose one of {REWARDS}")
+        unknown = [spec.name for spec in self.aux_losses if spec.name not in AUX_LOSSES]
+        if unknown:  # refused here, before a run folder is made or a model loads
+            raise ValueError(f"unknown auxiliary objective(s) {unknown}; registered: {sorted(AUX_LOSSES)}")
 
 
 PRESETS: dict[str, TrainConfig] = {
@@ -248,7 +264,11 @@ def policy_update(
 
 def _grades(rollouts: Rollouts, tasks: Sequence, config: TrainConfig) -> Grades:
     """Every completion graded once with the run's reward settings, ``(P, G)`` arrays."""
-    return grade_batch(rollouts.texts, tasks, rollouts.group_size, config.format_score)
+    grades = grade_batch(rollouts.texts, tasks, rollouts.group_size, config.format_score)
+    if config.reward == "commit":
+        rewards = commit_rewards(rollouts.texts, tasks, rollouts.group_size, config.format_score)
+        grades = replace(grades, rewards=rewards)  # (P, G)
+    return grades
 
 
 def batch_metrics(grades: Grades, rollouts: Rollouts) -> dict[str, float]:
@@ -315,7 +335,8 @@ def rloo_step(
     extra = []
     aux_stats: dict[str, float] = {}
     for aux in aux_losses:
-        loss, stats = aux.loss(model, ref_model, rollouts, grades, batch)
+        with torch.autocast(model_device(model).type, dtype=torch.bfloat16, enabled=config.autocast):
+            loss, stats = aux.loss(model, ref_model, rollouts, grades, batch)
         extra.append((aux.name, loss))
         aux_stats.update({f"{aux.name}_{k}": v for k, v in stats.items()})
     update = policy_update(model, ref_model, optimizer, rollouts, advantages, config, extra)
@@ -349,8 +370,8 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
 
     The body of an RLOO run: a module-level function of (config, store), so an executor can ship it.
     """
-    aux_losses = build_aux_losses(config.aux_losses)
     model, tokenizer, template = load_run_policy(config.data, config.attention)
+    aux_losses = build_aux_losses(config.aux_losses, tokenizer)
     ref_model = None
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
         ref_model = load_reference(config.data, config.attention)
