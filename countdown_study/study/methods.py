@@ -56,6 +56,14 @@ IPO = Method("IPO", kind="ipo")
 UNIFORM = Method("RLOO uniform", sampler="uniform")
 UNIFORM_REPLACEMENT = Method("RLOO uniform (with replacement)", sampler="uniform_replacement")
 
+CLAIMS_BASELINES = {
+    (UNIFORM.name, SFT.name, "pass@1"): +1,  # report 002, Table 1: 0.344 -> 0.506
+    (UNIFORM.name, SFT.name, "pass@16"): -1,  # 0.76 -> 0.68
+    (IPO.name, SFT.name, "pass@1"): +1,  # 0.344 -> 0.361
+}
+"""The reports' claims about the baselines, signed per metric: RLOO raises pass@1 over the SFT policy and
+narrows pass@16; IPO raises pass@1."""
+
 REPORT_000 = (
     Method("Fixed v1", sampler="fixed_v1"),
     Method("Fixed v2", sampler="fixed_v2"),
