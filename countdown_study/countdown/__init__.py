@@ -5,8 +5,9 @@ Wall: imports nothing from torch, transformers or any other layer of the package
 not import torch).
 
 Modules, lowest first (each imports only those above it): ``task`` (the ``Task`` record), ``prompts``,
-``verifier``, ``grading``, ``solver``, ``features_batched`` and ``features`` (report 002's Difficulty
-Vector), ``generate``, ``load``, ``splits``, ``difficulty`` (tiers and levels).
+``verifier``, ``grading``, ``commit`` (report 003's commit points, pairs and commit reward), ``solver``,
+``features_batched`` and ``features`` (report 002's Difficulty Vector), ``generate``, ``load``,
+``splits``, ``difficulty`` (tiers and levels), ``synthetic`` (report 004's rule-based task generator).
 """
 
 from countdown_study.countdown.difficulty import (

@@ -1,4 +1,4 @@
-"""Pure tensor losses: RLOO, IPO (later VCC). Functions of tensors and frozen configs only.
+"""Pure tensor losses: RLOO, IPO, VCC (report 003). Functions of tensors and frozen configs only.
 
 Wall: imports torch and nothing else of the package.
 """
