@@ -135,7 +135,8 @@ def study_rows() -> dict[str, int]:
         m.name: m
         for m in (
             study.SFT, study.IPO, study.UNIFORM, study.UNIFORM_REPLACEMENT, *study.REPORT_000,
-            *study.REPORT_000_ABLATIONS, *study.REPORT_001, *study.REPORT_001_ABLATIONS,
+            *study.REPORT_000_ABLATIONS, *study.REPORT_001, *study.REPORT_001_ABLATIONS, *study.REPORT_002,
+            *study.REPORT_004,
         )
     }  # fmt: skip
     kinds = [m.kind for m in methods.values()]
