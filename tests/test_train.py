@@ -303,11 +303,11 @@ def test_a_damaged_finished_run_is_refused_naming_run_and_file(tiny_policy, tmp_
     assert file in capsys.readouterr().out
 
 
-def _interrupted(tiny_policy, root, steps_before: int):
+def _interrupted(tiny_policy, root, steps_before: int, **changes):
     """A run of 4 steps (checkpoint every 2) whose attempt stopped after ``steps_before`` steps."""
     from countdown_study.training import loop
 
-    config = tiny_config(tiny_policy, steps=4, checkpoint_every=2)
+    config = tiny_config(tiny_policy, steps=4, checkpoint_every=2, **changes)
     original = loop.rloo_step
 
     def stop_after(step, *args, **kwargs):
@@ -360,21 +360,7 @@ def test_sampler_logs_reach_the_run_store_and_survive_a_resume(
     run tables, probes are counted in the step log, and an interrupted run resumes to the same tables."""
     changes = {"steps": 4, "checkpoint_every": 2, "sampler": sampler, "sampler_options": options}
     reference = train(tiny_config(tiny_policy, **changes), root=tmp_path / "ok", progress=False)
-    from countdown_study.training import loop
-
-    original = loop.rloo_step
-
-    def stop_at_three(step, *args, **kwargs):
-        if step == 3:
-            raise KeyboardInterrupt
-        return original(step, *args, **kwargs)
-
-    loop.rloo_step = stop_at_three
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            train(tiny_config(tiny_policy, **changes), root=tmp_path / "cut", progress=False)
-    finally:
-        loop.rloo_step = original
+    _interrupted(tiny_policy, tmp_path / "cut", steps_before=3, sampler=sampler, sampler_options=options)
     resumed = train(tiny_config(tiny_policy, **changes), root=tmp_path / "cut", progress=False)
     logged = reference.read_table(table)
     assert len(logged) > 0
