@@ -17,6 +17,7 @@ from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.rollout import Rollouts, SamplingConfig, sequence_logprobs
 from countdown_study.training.common import study_tasks
+from countdown_study.training.group_filters import GroupFilterSpec
 from countdown_study.training.loop import (
     TrainConfig,
     length_grouped,
@@ -386,3 +387,17 @@ def test_extra_evaluation_sets_are_evaluated_beside_the_held_out_tasks(tiny_poli
     assert store.verify() == []  # the extra table is part of the finished run's checksums
     with pytest.raises(ValueError, match="distinct identifiers"):
         EvalSpec(extra_sets=(("ood", "ood:3:0"), ("ood", "ood:4:1")))
+
+
+def test_a_filtered_run_resumes_to_the_same_draws(tiny_policy, tmp_path):
+    """The refill position of uniform sampling (``UniformWithoutReplacement.refilled``) is checkpointed:
+    a group-filtered run cut after step 3 resumes to the same step log (draw counts and tasks)."""
+    changes = {"group_filter": GroupFilterSpec("dynamic_sampling", max_rounds=2)}
+    reference = train(
+        tiny_config(tiny_policy, steps=4, checkpoint_every=2, **changes), root=tmp_path / "ok", progress=False
+    )
+    config = _interrupted(tiny_policy, tmp_path / "cut", steps_before=3, **changes)
+    resumed = train(config, root=tmp_path / "cut", progress=False)
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
+    assert strip(resumed.read_steps()) == strip(reference.read_steps())
+    assert all(r["filter_rounds"] >= 1 for r in reference.read_steps())

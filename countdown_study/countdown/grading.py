@@ -13,7 +13,7 @@ whenever ``format_score < score``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -57,6 +57,16 @@ class Grades:
     """Number of answer spans.  # (P, G) int64"""
     well_formed: np.ndarray
     """Whether the final answer span parses.  # (P, G) bool"""
+
+    def take_groups(self, groups: Sequence[int]) -> Grades:
+        """The rows of some tasks (``groups``: row indices, in the order wanted)."""
+        rows = np.asarray(groups, dtype=np.int64)
+        return Grades(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
+    @staticmethod
+    def concat(parts: Sequence[Grades]) -> Grades:
+        """The grades of several batches of one group size, row after row."""
+        return Grades(**{f.name: np.concatenate([getattr(g, f.name) for g in parts]) for f in fields(Grades)})
 
 
 def grade(text: str, task: Task, format_score: float = 0.1, score: float = 1.0) -> Grade:

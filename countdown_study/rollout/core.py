@@ -77,6 +77,36 @@ class Rollouts:
         """The prompt ids of every sample (P * G lists), to pair with ``completion_ids``."""
         return [ids for ids in self.prompt_ids for _ in range(self.group_size)]
 
+    def take_groups(self, groups: Sequence[int]) -> Rollouts:
+        """The rollouts of some prompts (``groups``: prompt indices, in the order wanted)."""
+        samples = [p * self.group_size + g for p in groups for g in range(self.group_size)]
+        return Rollouts(
+            prompts=[self.prompts[p] for p in groups],
+            group_size=self.group_size,
+            prompt_ids=[self.prompt_ids[p] for p in groups],
+            completion_ids=[self.completion_ids[i] for i in samples],
+            texts=[self.texts[i] for i in samples],
+            logprobs=[self.logprobs[i] for i in samples] if self.logprobs else [],
+            finish_reasons=[self.finish_reasons[i] for i in samples] if self.finish_reasons else [],
+            engine=self.engine,
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[Rollouts]) -> Rollouts:
+        """Rollouts of several batches of one group size, prompt after prompt."""
+        if not parts or len({r.group_size for r in parts}) != 1:
+            raise ValueError("concat needs at least one batch, all of one group size")
+        return Rollouts(
+            prompts=[x for r in parts for x in r.prompts],
+            group_size=parts[0].group_size,
+            prompt_ids=[x for r in parts for x in r.prompt_ids],
+            completion_ids=[x for r in parts for x in r.completion_ids],
+            texts=[x for r in parts for x in r.texts],
+            logprobs=[x for r in parts for x in r.logprobs],
+            finish_reasons=[x for r in parts for x in r.finish_reasons],
+            engine=parts[0].engine,
+        )
+
     def padded_logprobs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Behaviour log-probs right-padded with 0, laid out like ``sequence_logprobs``: (N, T), mask (N, T)."""
         width = max(len(lp) for lp in self.logprobs)

@@ -2,7 +2,7 @@
 
 Every run appends one JSON line per event to ``<runs_dir>/events.jsonl`` (ignored by git):
 ``reuse`` (a finished run is loaded), ``wait`` (another process holds it), ``start`` / ``resume``
-(with the step it resumes at), ``step`` (step, steps, seconds), ``evaluate``, ``done`` (wall seconds)
+(from the last checkpoint), ``step`` (step, steps, seconds), ``evaluate``, ``done`` (wall seconds)
 and ``failed``. ``countdown-study run`` follows the file while notebook kernels write to it
 (``watch``) and prints ``progress_line`` of the events worth a line: notebooks themselves stay quiet.
 
@@ -64,7 +64,7 @@ def progress_line(event: Mapping[str, Any]) -> str | None:
         "reuse": "finished earlier, reused",
         "wait": "another process is running it; waiting",
         "start": "started",
-        "resume": f"resumed at step {event.get('step')}",
+        "resume": "resuming from its last checkpoint",
         "evaluate": "evaluating",
         "done": f"finished in {event.get('seconds', 0.0) / 60:.1f} min",
         "failed": f"failed: {event.get('error', '')}",

@@ -30,6 +30,7 @@ from countdown_study.samplers.solution_count import SOLUTION_COUNT_STAGED, Solut
 from countdown_study.samplers.staged import STAGED_THIRDS, StagedSampler
 
 __all__ = [
+    "REFILLABLE",
     "SAMPLERS",
     "Batch",
     "Sampler",
@@ -58,6 +59,10 @@ SAMPLERS: dict[str, Callable[..., Sampler]] = {
     "sec": partial(SECSampler.from_options, config=SEC),
 }
 """Every sampler by name; methods register theirs here."""
+
+REFILLABLE: tuple[str, ...] = ("uniform", "uniform_replacement")
+"""Samplers that draw more than one batch per step (``Sampler.refill_batch``): the ones a group filter
+(``training.group_filters``) runs with. The curricula decide from one batch per step and refuse."""
 
 
 def make_sampler(name: str, pool: Sequence[Task], seed: int = 0, **options) -> Sampler:

@@ -52,6 +52,24 @@ class Batch:
         if self.arms and len(self.arms) != len(self.tasks):
             raise ValueError(f"batch has {len(self.tasks)} tasks but {len(self.arms)} arm labels")
 
+    def take(self, rows: Sequence[int]) -> Batch:
+        """Some of the batch's tasks (``rows``: positions in the batch, in the order wanted)."""
+        return Batch(
+            tuple(self.tasks[i] for i in rows),
+            tuple(self.indices[i] for i in rows),
+            tuple(self.arms[i] for i in rows) if self.arms else (),
+        )
+
+    @staticmethod
+    def concat(parts: Sequence[Batch]) -> Batch:
+        """Several batches as one, task after task (arm labels kept only when every part has them)."""
+        arms = all(b.arms for b in parts)
+        return Batch(
+            tuple(t for b in parts for t in b.tasks),
+            tuple(i for b in parts for i in b.indices),
+            tuple(a for b in parts for a in b.arms) if arms else (),
+        )
+
 
 @dataclass
 class Sampler:
@@ -78,6 +96,19 @@ class Sampler:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         idx = [int(i) for i in self.choose(step, batch_size)]
         return Batch(tuple(self.pool[i] for i in idx), tuple(idx))
+
+    def refill_batch(self, step: int, draw: int, batch_size: int) -> Batch:
+        """Another batch for the same step: ``draw`` = 1, 2, ... are a group filter's extra rounds
+        (``training.group_filters``). Samplers whose draws assume one batch per step refuse (the
+        ``samplers.REFILLABLE`` ones implement ``choose_refill``)."""
+        if draw < 1:
+            raise ValueError(f"a refill draw is numbered from 1, got {draw}")
+        idx = [int(i) for i in self.choose_refill(step, draw, batch_size)]
+        return Batch(tuple(self.pool[i] for i in idx), tuple(idx))
+
+    def choose_refill(self, step: int, draw: int, batch_size: int) -> np.ndarray:
+        """Pool indices of the step's extra draw ``draw``, shape ``(batch_size,)``."""
+        raise NotImplementedError(f"sampler {self.name!r} draws one batch per step; it cannot refill one")
 
     def probe_requests(self, step: int) -> list[int]:
         """Pool indices to probe before this step's update (none by default)."""
@@ -109,32 +140,51 @@ class Sampler:
 class UniformWithoutReplacement(Sampler):
     """The reports' RLOO baseline: shuffle the pool each epoch and walk through it.
 
-    Epoch e's order is a permutation drawn from ``derive_rng(seed, e, SamplerStream.EPOCH)``; a batch that crosses an
-    epoch boundary takes the rest of one epoch and the start of the next. Stateless: the position
-    follows from ``step * batch_size`` (the batch size must stay fixed within a run).
+    Epoch e's order is a permutation drawn from ``derive_rng(seed, e, SamplerStream.EPOCH)``; a batch that
+    crosses an epoch boundary takes the rest of one epoch and the start of the next. Step s starts at
+    position ``s * batch_size + refilled`` of that stream (the batch size must stay fixed within a run):
+    ``refilled`` counts the positions a group filter's extra draws took (``refill_batch`` walks on
+    through the stream, as a data loader does), 0 without a filter.
     """
 
     name: str = field(default="uniform", init=False)
+    refilled: int = field(default=0, init=False)
+    """Stream positions taken by refill draws so far (resume state)."""
 
     def _epoch_order(self, epoch: int) -> np.ndarray:
         return derive_rng(self.seed, epoch, SamplerStream.EPOCH).permutation(len(self.pool))
 
-    def choose(self, step: int, batch_size: int) -> np.ndarray:
-        n = len(self.pool)
-        start = step * batch_size
+    def _walk(self, start: int, batch_size: int) -> np.ndarray:
         positions = np.arange(start, start + batch_size)  # (B,) global positions in the stream
-        epochs, offsets = np.divmod(positions, n)
+        epochs, offsets = np.divmod(positions, len(self.pool))
         orders = {int(e): self._epoch_order(int(e)) for e in np.unique(epochs)}
         return np.array([orders[int(e)][int(o)] for e, o in zip(epochs, offsets, strict=True)])
+
+    def choose(self, step: int, batch_size: int) -> np.ndarray:
+        return self._walk(step * batch_size + self.refilled, batch_size)
+
+    def choose_refill(self, step: int, draw: int, batch_size: int) -> np.ndarray:
+        start = (step + 1) * batch_size + self.refilled  # right after the step's batch and its refills
+        self.refilled += batch_size
+        return self._walk(start, batch_size)
+
+    def state_dict(self) -> dict:
+        return {"refilled": self.refilled}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.refilled = int(state.get("refilled", 0))  # checkpoints written before refills: 0
 
 
 @dataclass
 class UniformWithReplacement(Sampler):
-    """Report 002's control: every batch drawn uniformly with replacement from the pool."""
+    """Report 002's control: every batch drawn uniformly with replacement from the pool (a refill draw
+    from its own stream, ``derive_rng(seed, step, SamplerStream.REPLACEMENT, draw)``)."""
 
     name: str = field(default="uniform_replacement", init=False)
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
-        return derive_rng(self.seed, step, SamplerStream.REPLACEMENT).integers(
-            0, len(self.pool), size=batch_size
-        )
+        return self.choose_refill(step, 0, batch_size)
+
+    def choose_refill(self, step: int, draw: int, batch_size: int) -> np.ndarray:
+        rng = derive_rng(self.seed, step, SamplerStream.REPLACEMENT, draw)  # draw 0: the step's own batch
+        return rng.integers(0, len(self.pool), size=batch_size)

@@ -5,7 +5,9 @@ One step (``rloo_step``):
 1. ``sampler.next_batch(step, P)`` picks P tasks; probes the sampler asks for are rolled out and
    handed back (``observe_probe``) before the update, without gradients.
 2. The run's rollout engine (built once per run) draws G completions per prompt with behaviour
-   log-probs, seeded by ``derive_seed(run seed, step, Stream.ROLLOUT)``.
+   log-probs, seeded by ``derive_seed(run seed, step, Stream.ROLLOUT)``. With a group filter
+   (``TrainConfig.group_filter``: DAPO's dynamic sampling, band-pass) ``draw_groups`` keeps drawing
+   batches (``sampler.refill_batch``) until P groups pass it; the discarded ones are counted in the log.
 3. ``countdown.grading.grade_batch`` grades every completion once (rewards, correctness, reasons;
    ``reward="commit"``: report 003's commit reward replaces the rewards); ``rloo_advantages`` gives (P, G).
 4. The update: micro-batches of sequences through ``rollout.sequence_logprobs`` under bf16 autocast,
@@ -45,7 +47,7 @@ from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.runs.files import OMIT_AT_DEFAULT
 from countdown_study.runs.store import RunStore
-from countdown_study.samplers import SAMPLERS, Batch, Sampler, make_sampler
+from countdown_study.samplers import REFILLABLE, SAMPLERS, Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
 from countdown_study.training.aux import AUX_LOSSES, build_aux_losses
 from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
@@ -57,6 +59,7 @@ from countdown_study.training.common import (
     save_final,
     study_tasks,
 )
+from countdown_study.training.group_filters import GroupFilterSpec, fill, keep_groups, mixed_groups
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
 from countdown_study.training.vcc import VCCObjective  # noqa: F401  (registers the "vcc" objective)
 
@@ -116,6 +119,9 @@ class TrainConfig:
     ``exact_rate`` stay the final answer's verdict."""
     aux_losses: tuple[AuxLossSpec, ...] = ()
     """Auxiliary objectives added to the RLOO loss (report 003's VCC), with their settings."""
+    group_filter: GroupFilterSpec | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    """Drop graded groups and draw more until the batch is full (DAPO's dynamic sampling, OpenRLHF's
+    band-pass; ``training.group_filters``); only with a sampler of ``samplers.REFILLABLE``."""
     seed: int = 0
     """Run seed: rollouts, sampler draws and evaluation derive from it."""
     threads: int = 2
@@ -140,6 +146,11 @@ class TrainConfig:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {ATTENTIONS}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"unknown sampler {self.sampler!r}; known samplers: {sorted(SAMPLERS)}")
+        if self.group_filter is not None and self.sampler not in REFILLABLE:
+            raise ValueError(
+                f"group filter {self.group_filter.name!r} needs a sampler that draws more than one batch per"
+                f" step ({', '.join(REFILLABLE)}); {self.sampler!r} draws one"
+            )
         if self.reward not in REWARDS:
             raise ValueError(f"unknown reward {self.reward!r}; choose one of {REWARDS}")
         unknown = [spec.name for spec in self.aux_losses if spec.name not in AUX_LOSSES]
@@ -273,15 +284,89 @@ def _grades(rollouts: Rollouts, tasks: Sequence, config: TrainConfig) -> Grades:
 
 def batch_metrics(grades: Grades, rollouts: Rollouts) -> dict[str, float]:
     """Reward summaries of one step: mean reward, exact rate, share of groups with mixed outcomes."""
-    correct = grades.correct  # (P, G)
-    mixed = correct.any(axis=1) & ~correct.all(axis=1)  # (P,)
     return {
         "reward_mean": float(grades.rewards.mean()),
-        "exact_rate": float(correct.mean()),
-        "mixed_groups": float(mixed.mean()),
+        "exact_rate": float(grades.correct.mean()),
+        "mixed_groups": float(mixed_groups(grades.correct).mean()),
         "tokens": rollouts.num_tokens,
         "completion_len": rollouts.num_tokens / rollouts.num_samples,
     }
+
+
+@dataclass(frozen=True)
+class DrawnGroups:
+    """A step's groups: those the update uses, and every one generated for them."""
+
+    batch: Batch
+    """Tasks of the groups the update uses."""
+    rollouts: Rollouts
+    """Their rollouts."""
+    grades: Grades
+    """Their grades ``(P, G)``."""
+    seen_batch: Batch
+    """Tasks of every generated group (the sampler observes these)."""
+    seen_rollouts: Rollouts
+    """Rollouts of every generated group."""
+    seen_grades: Grades
+    """Grades of every generated group."""
+    stats: dict
+    """A group filter's numbers for the step log (none without a filter)."""
+    grade_seconds: float
+    """Seconds spent grading."""
+
+
+def _group_seed(config: TrainConfig, step: int, draw: int) -> int:
+    keys = (step, Stream.ROLLOUT) if draw == 0 else (step, Stream.ROLLOUT, draw)  # draw 0: the plain step
+    return derive_seed(config.seed, *keys)
+
+
+def draw_groups(step: int, engine, sampler: Sampler, config: TrainConfig, template: str) -> DrawnGroups:
+    """The step's groups: one batch of P prompts, or with ``config.group_filter`` batches until P groups
+    pass the filter or ``max_rounds`` batches were drawn (``training.group_filters``).
+
+    Batch ``draw`` (0, 1, ...) is ``sampler.next_batch`` then ``sampler.refill_batch``, its rollouts
+    seeded by ``derive_seed(seed, step, Stream.ROLLOUT, draw)`` (draw 0: the unfiltered step's seed).
+    """
+    spec, size = config.group_filter, config.prompts_per_step
+    parts, kept, grade_seconds = [], 0, 0.0
+    for draw in range(1 if spec is None else spec.max_rounds):
+        batch = sampler.next_batch(step, size) if draw == 0 else sampler.refill_batch(step, draw, size)
+        with torch.no_grad():
+            rollouts = engine.sample(
+                prompts_for(batch.tasks, template), config.group_size, _group_seed(config, step, draw)
+            )
+        clock = time.perf_counter()
+        grades = _grades(rollouts, batch.tasks, config)  # (P, G) each
+        grade_seconds += time.perf_counter() - clock
+        if spec is None:
+            return DrawnGroups(batch, rollouts, grades, batch, rollouts, grades, {}, grade_seconds)
+        rows = fill(kept, keep_groups(grades.correct, spec), size)
+        parts.append((batch, rollouts, grades, rows))
+        kept += len(rows)
+        if kept >= size:
+            break
+    seen_rollouts = Rollouts.concat([r for _, r, _, _ in parts])
+    used = Rollouts.concat([r.take_groups(rows) for _, r, _, rows in parts])
+    seen_grades = Grades.concat([g for _, _, g, _ in parts])
+    stats = {
+        "filter_rounds": len(parts),
+        "generated_groups": len(seen_rollouts.prompts),
+        "kept_groups": kept,
+        "discarded_groups": len(seen_rollouts.prompts) - kept,
+        "discarded_rollouts": seen_rollouts.num_samples - used.num_samples,
+        "discarded_tokens": seen_rollouts.num_tokens - used.num_tokens,
+        "generated_exact_rate": float(seen_grades.correct.mean()),
+    }
+    return DrawnGroups(
+        batch=Batch.concat([b.take(rows) for b, _, _, rows in parts]),
+        rollouts=used,
+        grades=Grades.concat([g.take_groups(rows) for _, _, g, rows in parts]),
+        seen_batch=Batch.concat([b for b, _, _, _ in parts]),
+        seen_rollouts=seen_rollouts,
+        seen_grades=seen_grades,
+        stats=stats,
+        grade_seconds=grade_seconds,
+    )
 
 
 def rloo_step(
@@ -317,33 +402,29 @@ def rloo_step(
     seconds["probe"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    batch: Batch = sampler.next_batch(step, config.prompts_per_step)
-    with torch.no_grad():
-        rollouts = engine.sample(
-            prompts_for(batch.tasks, template),
-            config.group_size,
-            derive_seed(config.seed, step, Stream.ROLLOUT),
-        )
-    seconds["sample"] = time.perf_counter() - clock
+    drawn = draw_groups(step, engine, sampler, config, template)
+    batch, rollouts, grades = drawn.batch, drawn.rollouts, drawn.grades
+    seconds["sample"] = time.perf_counter() - clock - drawn.grade_seconds
+    seconds["grade"] = drawn.grade_seconds
 
-    clock = time.perf_counter()
-    grades = _grades(rollouts, batch.tasks, config)  # (P, G) each
-    advantages = rloo_advantages(torch.from_numpy(grades.rewards).float())  # (P, G)
-    seconds["grade"] = time.perf_counter() - clock
-
-    clock = time.perf_counter()
-    extra = []
+    update: dict[str, float] = {"skipped_update": 1.0}
     aux_stats: dict[str, float] = {}
-    for aux in aux_losses:
-        with torch.autocast(model_device(model).type, dtype=torch.bfloat16, enabled=config.autocast):
-            loss, stats = aux.loss(model, ref_model, rollouts, grades, batch)
-        extra.append((aux.name, loss))
-        aux_stats.update({f"{aux.name}_{k}": v for k, v in stats.items()})
-    update = policy_update(model, ref_model, optimizer, rollouts, advantages, config, extra)
+    clock = time.perf_counter()
+    if len(batch.tasks):  # a group filter may keep none: no optimizer step then
+        advantages = rloo_advantages(torch.from_numpy(grades.rewards).float())  # (P, G)
+        extra = []
+        for aux in aux_losses:
+            with torch.autocast(model_device(model).type, dtype=torch.bfloat16, enabled=config.autocast):
+                loss, stats = aux.loss(model, ref_model, rollouts, grades, batch)
+            extra.append((aux.name, loss))
+            aux_stats.update({f"{aux.name}_{k}": v for k, v in stats.items()})
+        update = policy_update(model, ref_model, optimizer, rollouts, advantages, config, extra)
     seconds["update"] = time.perf_counter() - clock
 
-    sampler.observe(step, batch, grades, advantages.numpy())
-    record = {"step": step, **batch_metrics(grades, rollouts), **probe_stats, **update, **aux_stats}
+    seen_advantages = rloo_advantages(torch.from_numpy(drawn.seen_grades.rewards).float())  # (P', G)
+    sampler.observe(step, drawn.seen_batch, drawn.seen_grades, seen_advantages.numpy())
+    shown = (grades, rollouts) if len(batch.tasks) else (drawn.seen_grades, drawn.seen_rollouts)
+    record = {"step": step, **batch_metrics(*shown), **probe_stats, **drawn.stats, **update, **aux_stats}
     record.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
     record.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
     if batch.arms:
