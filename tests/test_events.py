@@ -34,6 +34,8 @@ def test_describe_labels_a_config_by_sampler_and_seed():
     assert describe({"sampler": "fixed_v1", "seed": 3}) == "fixed_v1, seed 3"
     assert describe({"seed": 0}) == "seed 0"
     assert describe({"x": 1}) == "dict"
+    filtered = {"sampler": "uniform", "seed": 1, "group_filter": {"name": "band_pass", "low": 0.2}}
+    assert describe(filtered) == "uniform + band_pass, seed 1"
 
 
 def test_read_events_leaves_a_half_written_line_for_later(tmp_path):

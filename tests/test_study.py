@@ -140,3 +140,64 @@ def test_run_all_takes_free_runs_first_and_waits_for_held_ones(tmp_path):
     worker.join(timeout=300)
     assert stores[study.UNIFORM.name, 0].path == held.path and held.is_done
     assert stores[study.SFT.name, 0].is_done
+
+
+def test_generation_cost_counts_discarded_and_probe_rollouts(tmp_path):
+    """A worked example: B is plain RLOO with probes on one step; C a group-filtered run whose second step
+    kept nothing (no optimizer step). A is the starting policy."""
+    preset = study_preset("tiny", seeds=(0, 1))
+    P, G = preset.prompts_per_step, preset.group_size
+    samples = pd.concat(
+        [_samples(m, s, c) for m, c in (("A", [2, 0]), ("B", [4, 0]), ("C", [3, 1])) for s in (0, 1)],
+        ignore_index=True,
+    )  # pass@1: A 0.25, B 0.5, C 0.5
+    nan = float("nan")
+    steps = pd.DataFrame(
+        [
+            {"method": "B", "seed": s, "step": 0, "tokens": 100, "probe_rollouts": 8, "probe_tokens": 40}
+            for s in (0, 1)
+        ]
+        + [{"method": "B", "seed": s, "step": 1, "tokens": 120} for s in (0, 1)]
+        + [
+            {
+                "method": "C",
+                "seed": s,
+                "step": 0,
+                "tokens": 80,
+                "kept_groups": P,
+                "discarded_rollouts": 3 * G,
+                "discarded_tokens": 30,
+                "skipped_update": nan,
+            }
+            for s in (0, 1)
+        ]  # fmt: skip
+        + [
+            {
+                "method": "C",
+                "seed": s,
+                "step": 1,
+                "tokens": 0,
+                "kept_groups": 0,
+                "discarded_rollouts": 2 * P * G,
+                "discarded_tokens": 50 + 10 * s,
+                "skipped_update": 1.0,
+            }
+            for s in (0, 1)
+        ]  # fmt: skip
+    )
+    result = StudyResult(preset, pd.DataFrame(), samples, steps, ("A", "B", "C"))
+    cost = study.generation_cost(result, reference="A").set_index("method")
+    assert list(cost.index) == ["B", "C"]
+    assert cost.loc["B", "rollouts_per_step"] == (2 * P * G + 8) / 2
+    assert cost.loc["B", "tokens_per_run"] == 260 and cost.loc["B", "optimizer_steps"] == 2
+    assert cost.loc["C", "rollouts_per_step"] == P * G + 3 * G + 2 * P * G  # one optimizer step
+    assert cost.loc["C", "tokens_per_run"] == 165 and cost.loc["C", "tokens_per_run_sd"] == pytest.approx(
+        np.std([160, 170], ddof=1)
+    )
+    assert cost.loc["B", "gain"] == pytest.approx(0.25)
+    assert cost.loc["C", "gain_per_million_tokens"] == pytest.approx(np.mean([0.25e6 / 160, 0.25e6 / 170]))
+    with pytest.raises(ValueError, match="reference method 'SFT' is not in the study"):
+        study.generation_cost(result, reference="SFT")
+    figure = plots.cost_figure(cost.reset_index(), {"B": "baseline", "C": "field"})
+    outputs.save_figure(figure, "cost", folder=tmp_path)
+    assert (tmp_path / "cost.png").stat().st_size > 1000

@@ -100,8 +100,36 @@ _ROWS = {
         ("OOD set", "50 held-out 5-number prompts", "200 generated 5-number tasks (ood:200:0), never trained "
          "on", "50 prompts give intervals of about +-0.1", "study.OOD_SET"),
     ),
+    "field": (
+        ("dynamic sampling statistic", "DAPO: groups whose accuracy is all 0 or all 1 (verl's metric 'acc')",
+         "the same, on the verifier's correctness (the format score is not a success)",
+         "a shaped-reward variance would keep groups of wrong answers differing only in format",
+         "training.group_filters.mixed_groups"),
+        ("generation rounds", "verl's DAPO recipe: up to 10 generation batches per step, then an error",
+         "up to 4 batches of P prompts per step; after them the update uses the groups kept so far, and a "
+         "step that kept none makes no optimizer step", "a round costs about 0.9 s here; an error would "
+         "end a run over one unlucky step", "GroupFilterSpec.max_rounds"),
+        ("band-pass statistic", "OpenRLHF: a group's mean reward strictly inside (low, high)",
+         "its mean success strictly inside (0.2, 0.8): 2-6 correct of 8",
+         "with the 0.1 format score a mean reward mixes success and format", "GroupFilterSpec"),
+        ("difficulty pools thresholds", "prime-rl: easy above 0.8, hard below 0.2, on the mean reward",
+         "0.95 / 0.05 on the success rate (the values the method's description here asks for)",
+         "with G = 8 they retire exactly the groups with no RLOO gradient",
+         "samplers.difficulty_pools.DIFFICULTY_POOLS"),
+        ("MoPPS candidate set", "the shuffled data loader's ts_ratio x B prompts",
+         "4 x B prompts drawn uniformly each step; prior Beta(1, 1), no discount",
+         "the released class's defaults; the paper's discount is not stated",
+         "samplers.beta_posterior.BETA_POSTERIOR"),
+        ("SEC categories", "difficulty levels or problem types of each benchmark",
+         "number count x report 004's tiers (5 arms); alpha 0.5, tau 1.0 as in its Countdown run",
+         "Countdown has no levels of its own here", "samplers.sec.SEC"),
+        ("filters and curricula", "filters run on any data loader", "filters run with uniform sampling only",
+         "the curricula decide from one batch per step; the field's filters are compared with uniform RLOO",
+         "samplers.REFILLABLE"),
+    ),
 }  # fmt: skip
-"""Each report's own rows (the shared ones are added to every table)."""
+"""Each report's own rows (the shared ones are added to every table; ``field``: notebook 08's
+methods from the RL frameworks)."""
 
 
 def deviations(report: str, extra: Sequence[tuple[str, str, str, str, str]] = ()) -> pd.DataFrame:

@@ -13,7 +13,7 @@ here only. No seaborn or scipy import: the module loads without them (and withou
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 import matplotlib
@@ -92,6 +92,9 @@ LABELS = {
     "sampler_too_hard": "prompts too hard",
     "sampler_learnable": "prompts learnable",
     "sampler_too_easy": "prompts too easy",
+    "filter_rounds": "batches generated per step",
+    "discarded_groups": "groups discarded per step",
+    "generated_exact_rate": "exact rate of every generated group",
 }
 """Axis labels of step-log columns (others: the column name without ``sampler_``, spaces for ``_``)."""
 LEVEL_NAMES = ("easy", "medium", "hard")
@@ -282,3 +285,43 @@ def sampler_stats_figure(steps: pd.DataFrame, prefix: str = "sampler_", smooth: 
         ax.set_axis_off()
         return fig
     return training_curves(steps, metrics=columns, smooth=smooth)
+
+
+@_styled
+def cost_figure(
+    cost: pd.DataFrame,
+    groups: Mapping[str, str] | None = None,
+    title: str = "what each method generated for its pass@1",
+) -> Figure:
+    """Two panels from ``study.generation_cost``: rollouts generated per optimizer step (a labelled bar per
+    method), and pass@1 gained over the starting policy against completion tokens generated per run (a
+    point per method numbered as its bar, seed s.d. as error bars). ``groups`` maps a method to its kind (e.g.
+    "field", "reports"): one colour per kind and one legend (without: one colour per method)."""
+    methods = list(cost["method"])
+    kinds = [groups.get(m, "other") if groups else m for m in methods]
+    colours = method_colours(list(dict.fromkeys(kinds)))
+    fig = Figure(figsize=(10.0, 0.28 * len(cost) + 2.4), layout="constrained")
+    bars, points = fig.subplots(1, 2, width_ratios=(1, 1.3))
+    ys = np.arange(len(cost))[::-1]  # the first method on top
+    bars.barh(ys, cost["rollouts_per_step"], color=[colours[k] for k in kinds], alpha=0.8)
+    bars.set_yticks(ys, [f"{m}  ({i})" for i, m in enumerate(methods, start=1)], fontsize=7)
+    bars.set_xlabel("rollouts generated per optimizer step")
+    for number, (row, kind) in enumerate(zip(cost.itertuples(index=False), kinds, strict=True), start=1):
+        x, y = row.tokens_per_run / 1e6, row.gain
+        points.errorbar(
+            x, y, xerr=_sd(row, "tokens_per_run_sd") / 1e6, yerr=_sd(row, "gain_sd"), fmt="o",
+            color=colours[kind], capsize=2, markersize=4,
+        )  # fmt: skip
+        points.annotate(str(number), (x, y), xytext=(3, 2), textcoords="offset points", fontsize=6)
+    points.axhline(0, color="grey", linewidth=0.8)
+    points.set_xlabel("completion tokens generated per run (millions)")
+    points.set_ylabel("pass@1 gain over the starting policy")
+    fig.suptitle(title, fontsize=10)
+    if groups:
+        _legend(fig, colours, patches=True)
+    return fig
+
+
+def _sd(row, name: str) -> float:
+    value = getattr(row, name, 0.0)
+    return 0.0 if value is None or not np.isfinite(value) else float(value)

@@ -30,9 +30,13 @@ STEP_EVERY = 10
 
 
 def describe(config: Any) -> str:
-    """A short label of a run's config for progress lines: its sampler (if any) and seed."""
+    """A short label of a run's config for progress lines: its sampler and group filter (if any) and seed."""
     get = config.get if isinstance(config, Mapping) else lambda key: getattr(config, key, None)
     parts = [str(get(key)) for key in ("sampler",) if get(key) is not None]
+    group_filter = get("group_filter")  # a spec or its JSON form
+    if parts and group_filter is not None:
+        name = group_filter["name"] if isinstance(group_filter, Mapping) else group_filter.name
+        parts[0] += f" + {name}"
     if get("seed") is not None:
         parts.append(f"seed {get('seed')}")
     return ", ".join(parts) or type(config).__name__

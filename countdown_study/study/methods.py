@@ -18,6 +18,7 @@ import pandas as pd
 from countdown_study.runs.store import RunBusyError, RunStore
 from countdown_study.study.presets import StudyPreset, evaluate_policy_run, study_preset
 from countdown_study.training.common import study_tasks
+from countdown_study.training.group_filters import GroupFilterSpec
 from countdown_study.training.ipo import train_ipo
 from countdown_study.training.loop import train
 
@@ -108,6 +109,8 @@ CONTRASTS_001 = tuple((m.name, REPORT_001[0].name) for m in (*REPORT_001[1:], *R
 """Notebook 04's paired contrasts: every row against its binary-reward uniform baseline."""
 
 CLAIMS_001 = {(REPORT_001[1].name, REPORT_001[0].name): -1}
+"""Report 001's claim, signed: the sliding window trails uniform RLOO (binary reward); staged thirds is
+its proposed baseline, with no claim."""
 
 OOD_SET = (("ood", "ood:200:0"),)
 """Report 004's out-of-distribution evaluation: 5-number tasks, never trained on (``Method.eval_sets``)."""
@@ -160,8 +163,25 @@ CLAIMS_002 = {
 """Report 002's claims R1-R4, signed, per metric: dynamic edge beats the control (R1) and its frozen
 version (R2) at pass@1; frozen feature_failure beats frozen edge and the control at high k (R3); the
 fusions beat the control at pass@1 (R4; that they lose no high k is read from their pass@16 rows)."""
-"""Report 001's claim, signed: the sliding window trails uniform RLOO (binary reward); staged thirds is
-its proposed baseline, with no claim."""
+
+FIELD_BASELINES = (
+    Method("Dynamic sampling (DAPO)", changes={"group_filter": GroupFilterSpec("dynamic_sampling")}),
+    Method("Band-pass 0.2-0.8", changes={"group_filter": GroupFilterSpec("band_pass", low=0.2, high=0.8)}),
+    Method("Difficulty pools (prime-rl)", sampler="difficulty_pools"),
+    Method("Beta posterior (MoPPS)", sampler="beta_posterior"),
+    Method("SEC", sampler="sec"),
+)
+"""The field's prompt-selection methods (notebook 08), each with uniform RLOO underneath: the two group
+filters (``training.group_filters``) and three samplers (``samplers.difficulty_pools``,
+``samplers.beta_posterior``, ``samplers.sec``)."""
+FIELD_CURRICULA = (*REPORT_000, REPORT_002[0], REPORT_002[5], REPORT_002[7], REPORT_004[1])
+"""The reports' curriculum rows notebook 08 ranks the field's methods against (their runs are shared with
+notebooks 03, 05 and 07): report 000's four rows, report 002's claimed winners (R1's dynamic edge, R4's
+fusions) and report 004's real-task router. All use the format-score reward of uniform RLOO (report 001's
+binary-reward rows do not)."""
+CONTRASTS_FIELD = tuple((m.name, UNIFORM.name) for m in FIELD_BASELINES)
+"""Notebook 08's contrasts with uniform RLOO (those with the best curriculum row are made in the notebook,
+once the best row is known)."""
 
 
 def run_method(

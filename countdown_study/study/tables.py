@@ -154,3 +154,45 @@ def pass_at_k_curves(result: StudyResult) -> pd.DataFrame:
             rows.append({"method": method, "k": k, "pass@k": mean, "ci_low": low, "ci_high": high,
                          "n_problems": len(per_problem)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def generation_cost(result: StudyResult, reference: str) -> pd.DataFrame:
+    """What each RLOO method generated for its result: per method, means over seeds of
+
+    ``rollouts_per_step`` (completions generated per optimizer step: the update's groups, a group filter's
+    discarded ones and a sampler's probes), ``tokens_per_run`` (completion tokens generated in training),
+    ``optimizer_steps``, ``pass@1``, ``gain`` (pass@1 minus ``reference``'s, the starting policy) and
+    ``gain_per_million_tokens``; the ``*_sd`` columns are sample s.d. over seeds.
+    """
+    if result.steps.empty:
+        raise ValueError("the study has no RLOO step logs")
+    steps = result.steps.copy()
+
+    def column(name: str) -> pd.Series:
+        return steps[name].fillna(0) if name in steps else pd.Series(0, index=steps.index)
+
+    prompts = result.preset.prompts_per_step
+    kept = steps["kept_groups"].fillna(prompts) if "kept_groups" in steps else prompts  # filters: fewer
+    extra = column("discarded_rollouts") + column("probe_rollouts")
+    steps["generated_rollouts"] = kept * result.preset.group_size + extra
+    steps["generated_tokens"] = steps["tokens"] + column("discarded_tokens") + column("probe_tokens")
+    steps["optimizer_step"] = 1 - column("skipped_update")
+    per_run = steps.groupby(["method", "seed"], sort=False).agg(
+        rollouts=("generated_rollouts", "sum"),
+        tokens=("generated_tokens", "sum"),
+        optimizer_steps=("optimizer_step", "sum"),
+    )
+    per_run["rollouts_per_step"] = per_run["rollouts"] / per_run["optimizer_steps"].clip(lower=1)
+    accuracy = run_summaries(result).set_index(["method", "seed"])["pass@1"]
+    if reference not in result.methods:
+        raise ValueError(f"reference method {reference!r} is not in the study; have {list(result.methods)}")
+    start = accuracy.xs(reference, level="method")  # the reference's pass@1 per seed
+    per_run["pass@1"] = accuracy.reindex(per_run.index)
+    per_run["gain"] = per_run["pass@1"] - start.reindex(per_run.index.get_level_values("seed")).to_numpy()
+    per_run["gain_per_million_tokens"] = per_run["gain"] / (per_run["tokens"] / 1e6)
+    columns = ["rollouts_per_step", "tokens", "optimizer_steps", "pass@1", "gain", "gain_per_million_tokens"]
+    grouped = per_run.groupby(level="method", sort=False)[columns]
+    table = grouped.mean().join(grouped.std(ddof=1).add_suffix("_sd"))
+    table = table.rename(columns={"tokens": "tokens_per_run", "tokens_sd": "tokens_per_run_sd"})
+    table["n_seeds"] = grouped.size()
+    return table.reset_index()
