@@ -51,3 +51,58 @@ def test_bad_schedules_are_refused_naming_the_field(changes, message):
 def test_the_run_length_is_required():
     with pytest.raises(ValueError, match="total_steps"):
         make_sampler("solution_count_staged", POOL, seed=0)
+
+
+def _observe(sampler, step, success, size=16):
+    """Hand the sampler a batch whose share of correct samples is ``success`` (4 samples per prompt)."""
+    from synthetic import grades_of
+
+    batch = sampler.next_batch(step, size)
+    correct = np.zeros((size, 4))
+    correct.flat[: round(success * correct.size)] = 1.0
+    sampler.observe(step, batch, grades_of(correct), np.zeros((size, 4)))
+    return batch
+
+
+def test_adaptive_frontier_moves_on_success_with_a_dwell():
+    """Worked example: EMA 0.8, threshold 0.5, dwell 3. Success 0.75 from step 0: the EMA is 0.75 at once,
+    the first move comes when three steps are seen (after step 2), the next three steps later."""
+    sampler = make_sampler("solution_count_adaptive", POOL, seed=1)
+    shares = []
+    for step in range(9):
+        _observe(sampler, step, 0.75)
+        shares.append(round(sampler.share, 2))
+    assert shares == [0.3, 0.3, 0.4, 0.4, 0.4, 0.5, 0.5, 0.5, 0.6]
+    low = make_sampler("solution_count_adaptive", POOL, seed=1)
+    for step in range(9):
+        _observe(low, step, 0.25)
+    assert low.share == 0.3 and low.success_ema == pytest.approx(0.25)  # never moves below the threshold
+
+
+def test_adaptive_draws_from_its_frontier_and_resumes():
+    counts = solution_counts(POOL)
+    rank = {int(i): r for r, i in enumerate(easiest_first(counts))}
+    sampler = make_sampler("solution_count_adaptive", POOL, seed=1, start_fraction=0.2, growth=0.5)
+    for step in range(3):
+        batch = _observe(sampler, step, 1.0)
+        assert max(rank[i] for i in batch.indices) < 0.2 * len(POOL) and set(batch.arms) == {"easiest 20%"}
+    assert sampler.share == pytest.approx(0.7) and sampler.stats()["frontier"] == pytest.approx(0.2)
+    resumed = make_sampler("solution_count_adaptive", POOL, seed=1, start_fraction=0.2, growth=0.5)
+    resumed.load_state_dict(sampler.state_dict())
+    assert resumed.next_batch(3, 32) == sampler.next_batch(3, 32)
+    assert max(rank[i] for i in sampler.next_batch(3, 256).indices) >= 0.2 * len(POOL)
+
+
+def test_hybrid_never_falls_behind_the_staged_schedule():
+    hybrid = make_sampler("solution_count_hybrid", POOL, seed=1, total_steps=10)
+    for step in range(10):
+        _observe(hybrid, step, 0.0)  # a policy that never succeeds: the staged clock alone moves it
+        assert hybrid.frontier(step) == (0.3, 0.3, 0.3, 0.7, 0.7, 0.7, 0.7, 1.0, 1.0, 1.0)[step]
+    fast = make_sampler("solution_count_hybrid", POOL, seed=1, total_steps=10, growth=0.3)
+    for step in range(3):
+        _observe(fast, step, 1.0)
+    assert fast.frontier(3) == pytest.approx(0.7) and fast.frontier(2) == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="hybrid solution-count curriculum needs the option total_steps"):
+        make_sampler("solution_count_hybrid", POOL, seed=1)
+    with pytest.raises(ValueError, match="threshold must be in"):
+        make_sampler("solution_count_adaptive", POOL, seed=1, threshold=0.0)

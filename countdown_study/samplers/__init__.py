@@ -26,7 +26,13 @@ from countdown_study.samplers.fixed_buckets import FIXED_V1, FIXED_V2, FixedBuck
 from countdown_study.samplers.reward_adaptive import ADAPTIVE_V1, ADAPTIVE_V2, RewardAdaptiveSampler
 from countdown_study.samplers.sec import SEC, SECSampler
 from countdown_study.samplers.sliding_window import SLIDING_WINDOW, SlidingWindowSampler
-from countdown_study.samplers.solution_count import SOLUTION_COUNT_STAGED, SolutionCountStagedSampler
+from countdown_study.samplers.solution_count import (
+    SOLUTION_COUNT_ADAPTIVE,
+    SOLUTION_COUNT_HYBRID,
+    SOLUTION_COUNT_STAGED,
+    SolutionCountAdaptiveSampler,
+    SolutionCountStagedSampler,
+)
 from countdown_study.samplers.staged import STAGED_THIRDS, StagedSampler
 
 __all__ = [
@@ -49,6 +55,10 @@ SAMPLERS: dict[str, Callable[..., Sampler]] = {
     "sliding_window": partial(SlidingWindowSampler.from_options, config=SLIDING_WINDOW),
     "staged_thirds": partial(StagedSampler.from_options, config=STAGED_THIRDS),
     "solution_count_staged": partial(SolutionCountStagedSampler.from_options, config=SOLUTION_COUNT_STAGED),
+    "solution_count_adaptive": partial(
+        SolutionCountAdaptiveSampler.from_options, config=SOLUTION_COUNT_ADAPTIVE
+    ),
+    "solution_count_hybrid": partial(SolutionCountAdaptiveSampler.from_options, config=SOLUTION_COUNT_HYBRID),
     **{name: partial(FeatureSpaceSampler.from_options, config=cfg) for name, cfg in FSC_PRESETS.items()},
     "adsc_real_only": partial(BanditRouterSampler.from_options, config=ADSC_REAL_ONLY),
     "adsc_rule_based": partial(

@@ -8,8 +8,20 @@ Our choices where the report is silent: ties in the count are ranked by pool ord
 seeded draw, so this adds no bias of its own); stage k covers the steps with
 ``cum_k <= step / total_steps < cum_{k+1}`` over the cumulative step fractions, and steps past
 ``total_steps`` stay on the last stage; within a stage, tasks are drawn uniformly with replacement from
-``derive_rng(seed, step, SamplerStream.STEP)``. Stateless: the stage follows from the step. The report's
-"adaptive" and "hybrid" variants are named there but not defined, and are not built here.
+``derive_rng(seed, step, SamplerStream.STEP)``. Stateless: the stage follows from the step.
+
+The report names "adaptive" and "hybrid" curricula (its selected hybrid run has the best pass@1 of its
+Table 1) but does not define them. Ours (``SolutionCountAdaptiveSampler``, every number a config field):
+
+* **adaptive**: the same easiest-first ranking, with a frontier that moves on the policy's progress, not
+  the clock. It starts at the easiest 30% and widens by 10% of the pool whenever the success EMA of the
+  training batches (share of correct samples, EMA 0.8) reaches 0.5, at most once every 3 steps (so the
+  EMA sees the wider pool before the next move); it never narrows. The rule is report 000's
+  reward-adaptive idea (train where the policy succeeds about half the time) moved onto report 003's
+  difficulty proxy.
+* **hybrid**: the adaptive frontier, never behind the staged schedule: the pool share is the larger of
+  the two, so a policy that progresses fast leaves the easy prompts early and a slow one still reaches
+  the whole pool on the staged clock.
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from countdown_study.countdown.difficulty import solution_counts
+from countdown_study.countdown.grading import Grades
 from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
@@ -107,3 +120,125 @@ class SolutionCountStagedSampler(Sampler):
         batch = super().next_batch(step, batch_size)
         label = f"easiest {round(100 * self.config.pool_fractions[self.stage(step)])}%"
         return Batch(batch.tasks, batch.indices, (label,) * len(batch.tasks))
+
+
+@dataclass(frozen=True)
+class SolutionCountAdaptiveConfig:
+    """Our definitions of report 003's adaptive and hybrid solution-count curricula (module docstring)."""
+
+    hybrid: bool = False
+    """Never behind the staged schedule (``staged``): the pool share is the larger of the two."""
+    start_fraction: float = 0.3
+    """Share of the ranked pool (easiest first) drawn from at the start (the staged first stage's)."""
+    growth: float = 0.1
+    """Share of the pool added each time the frontier moves."""
+    threshold: float = 0.5
+    """Success EMA at which the frontier moves (the middle of the learnable range)."""
+    ema: float = 0.8
+    """Weight of the old value in the success EMA, updated once per step from the batch's share of
+    correct samples; the first step sets it."""
+    min_dwell: int = 3
+    """Steps after a move before the next one can happen."""
+    staged: SolutionCountStagedConfig = SOLUTION_COUNT_STAGED
+    """The staged schedule a hybrid keeps up with (its ``total_steps`` is this config's)."""
+    total_steps: int | None = None
+    """Training steps of the run; required by the hybrid (the study passes it as ``total_steps``)."""
+    cap: int = 128
+    """Solution counts are capped here (report 003)."""
+
+    def __post_init__(self) -> None:
+        for name in ("start_fraction", "growth", "threshold"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        if not 0 <= self.ema < 1:
+            raise ValueError(f"ema must be in [0, 1), got {self.ema}")
+        if self.min_dwell < 1 or self.cap < 1:
+            raise ValueError(f"min_dwell and cap must be at least 1, got {self.min_dwell}, {self.cap}")
+        if self.total_steps is not None and self.total_steps < 1:
+            raise ValueError(f"total_steps must be at least 1, got {self.total_steps}")
+
+
+SOLUTION_COUNT_ADAPTIVE = SolutionCountAdaptiveConfig()
+SOLUTION_COUNT_HYBRID = SolutionCountAdaptiveConfig(hybrid=True)
+
+
+def advance_frontier(
+    share: float, ema: float, steps_since_move: int, config: SolutionCountAdaptiveConfig
+) -> float:
+    """The adaptive frontier after one step: ``share + growth`` (at most 1) when the success EMA has reached
+    the threshold and the last move is ``min_dwell`` steps old, else ``share``."""
+    if ema >= config.threshold and steps_since_move >= config.min_dwell and share < 1:
+        return min(1.0, share + config.growth)
+    return share
+
+
+@dataclass
+class SolutionCountAdaptiveSampler(Sampler):
+    """Report 003's adaptive / hybrid solution-count curriculum, as we define them (module docstring)."""
+
+    config: SolutionCountAdaptiveConfig = SOLUTION_COUNT_ADAPTIVE
+    """The rule (``hybrid`` needs ``total_steps``)."""
+    name: str = field(default="solution_count_adaptive", init=False)
+
+    @classmethod
+    def from_options(
+        cls,
+        pool: Sequence[Task],
+        seed: int = 0,
+        config: SolutionCountAdaptiveConfig = SOLUTION_COUNT_ADAPTIVE,
+        **overrides,
+    ) -> SolutionCountAdaptiveSampler:
+        """The sampler with ``config``'s fields overridden by ``overrides`` (e.g. ``total_steps=60``)."""
+        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.config.hybrid:
+            if self.config.total_steps is None:
+                raise ValueError(
+                    "the hybrid solution-count curriculum needs the option total_steps (the run's training steps)"
+                )
+            self.name = "solution_count_hybrid"
+        self.ranking = easiest_first(solution_counts(self.pool, cap=self.config.cap))  # (N,)
+        self.share = self.config.start_fraction
+        self.success_ema: float | None = None
+        self.last_move = 0
+        self.last_frontier = self.frontier(0)
+
+    def frontier(self, step: int) -> float:
+        """The share of the ranked pool drawn from at ``step``."""
+        if not self.config.hybrid:
+            return self.share
+        staged = self.config.staged
+        scheduled = staged.pool_fractions[stage_of(step, self.config.total_steps, staged.step_fractions)]
+        return max(self.share, scheduled)
+
+    def choose(self, step: int, batch_size: int) -> np.ndarray:
+        self.last_frontier = self.frontier(step)
+        allowed = self.ranking[: max(1, round(self.last_frontier * len(self.pool)))]
+        return derive_rng(self.seed, step, SamplerStream.STEP).choice(allowed, size=batch_size)
+
+    def next_batch(self, step: int, batch_size: int) -> Batch:
+        """The step's batch, each task labelled with the frontier (``easiest 40%``)."""
+        batch = super().next_batch(step, batch_size)
+        label = f"easiest {round(100 * self.frontier(step))}%"
+        return Batch(batch.tasks, batch.indices, (label,) * len(batch.tasks))
+
+    def observe(self, step: int, batch: Batch, grades: Grades, advantages: np.ndarray) -> None:
+        success = float(np.mean(grades.correct))
+        old = self.success_ema
+        self.success_ema = success if old is None else self.config.ema * old + (1 - self.config.ema) * success
+        moved = advance_frontier(self.share, self.success_ema, step + 1 - self.last_move, self.config)
+        if moved != self.share:
+            self.share, self.last_move = moved, step + 1
+
+    def stats(self) -> dict:
+        """The frontier the last batch was drawn from, the adaptive share after it, the success EMA."""
+        return {"frontier": self.last_frontier, "adaptive_share": self.share, "success_ema": self.success_ema}
+
+    def state_dict(self) -> dict:
+        return {"share": self.share, "success_ema": self.success_ema, "last_move": self.last_move}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.share, self.success_ema = float(state["share"]), state["success_ema"]
+        self.last_move = int(state["last_move"])

@@ -193,7 +193,9 @@ def run_method(
     if method.kind == "ipo":
         return train_ipo(_with_sets(preset.ipo_config(seed), method), root=root, progress=progress, wait=wait)
     options = dict(method.options)
-    if method.sampler in ("staged_thirds", "solution_count_staged") or method.sampler.startswith("fsc_"):
+    if method.sampler in ("staged_thirds", "solution_count_hybrid") or method.sampler.startswith(
+        ("fsc_", "solution_count_")
+    ):
         options.setdefault("total_steps", preset.steps)
     if method.sampler.startswith("fsc_"):
         options.setdefault("probe_size", preset.prompts_per_step)  # report 002 probes one batch's worth
