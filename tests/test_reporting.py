@@ -203,3 +203,32 @@ def test_headline_contrasts_of_the_notebooks_that_ran(tmp_path):
         f"{'A vs B':55s} pass@1 +0.050 [+0.010, +0.090] holds"
     ]
     assert outputs.headline_contrasts(tmp_path, ["02_other"]) == []
+
+
+def test_side_by_side_takes_one_table_of_a_report_when_asked():
+    from countdown_study.reporting import references
+
+    ours = pd.DataFrame({"method": ["RLOO uniform"], "exact_rate": [0.3], "pass@16": [0.7]})
+    both = references.side_by_side(ours, "003", ("exact_rate", "pass@16"), "ours")
+    table2 = references.side_by_side(ours, "003", ("exact_rate", "pass@16"), "ours", where="Table 2")
+    theirs = table2[table2["source"] == "report 003"].set_index("method")
+    assert list(theirs.index) == [
+        "RLOO uniform (Table 2 run)",
+        "Commit reward only",
+        "Commit reward + VCC",
+        "VCC-RLOO",
+    ]
+    assert (
+        theirs.loc["Commit reward only", "exact_rate"] == 0.2925 and theirs.loc["VCC-RLOO", "pass@16"] == 0.78
+    )
+    assert "Staged curriculum" in set(both["method"])  # Table 1's rows without the filter
+
+
+def test_model_labels_never_name_a_folder(tmp_path):
+    from countdown_study import study
+
+    assert study.model_label("embedded") == study.EMBEDDED_MODEL
+    assert study.model_label("Qwen/Qwen2.5-0.5B") == "Qwen/Qwen2.5-0.5B"
+    assert study.model_label(str(tmp_path / "my-policy")) == str(tmp_path / "my-policy")  # not a folder (yet)
+    (tmp_path / "my-policy").mkdir()
+    assert study.model_label(str(tmp_path / "my-policy")) == "my-policy"

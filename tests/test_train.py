@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -401,3 +402,29 @@ def test_a_filtered_run_resumes_to_the_same_draws(tiny_policy, tmp_path):
     strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
     assert strip(resumed.read_steps()) == strip(reference.read_steps())
     assert all(r["filter_rounds"] >= 1 for r in reference.read_steps())
+
+
+def test_answer_metrics_count_spans_and_abandoned_answers():
+    """Worked example (2 prompts x 2 rollouts): one rollout verifies first and ends wrong (abandoned), one
+    verifies at the end, two never verify; 3 + 1 + 2 + 1 answer spans."""
+    from countdown_study.countdown.grading import Grades
+    from countdown_study.training.loop import answer_metrics
+
+    correct = np.array([[False, True], [False, False]])
+    grades = Grades(
+        rewards=np.where(correct, 1.0, 0.1),
+        correct=correct,
+        reasons=np.full((2, 2), None, dtype=object),
+        first_verifying=np.array([[0, 0], [-1, -1]]),
+        answer_spans=np.array([[3, 1], [2, 1]]),
+        well_formed=np.ones((2, 2), dtype=bool),
+    )
+    assert answer_metrics(grades) == {"answer_spans": 1.75, "abandoned_rate": 0.25}
+
+
+def test_whole_rollout_runs_log_answer_structure(tiny_policy, tmp_path):
+    whole = SamplingConfig(max_new_tokens=10, stop_at_answer=False)
+    store = train(tiny_config(tiny_policy, steps=1, sampling=whole), root=tmp_path, progress=False)
+    assert {"answer_spans", "abandoned_rate"} <= set(store.read_steps()[0])
+    plain = train(tiny_config(tiny_policy, steps=1), root=tmp_path, progress=False)
+    assert "abandoned_rate" not in plain.read_steps()[0]  # cut at the first answer: nothing to abandon

@@ -79,6 +79,29 @@ _ROWS = {
          "Tables 1-3 (ten curriculum rows); the Appendix A variants are registered but not run",
          "five seeds of every row cost two hours of the two cores per ten rows", "study.REPORT_002"),
     ),
+    "003": (
+        ("starting policy", "their SFT checkpoint: 3.95 answer spans per rollout, first-verifying pass@1 "
+         "0.3975 against final 0.3038", "embedded-search, the package's SFT on search-style traces that "
+         "sometimes leave a correct answer", "the embedded policy writes 1.33 spans and abandons almost no "
+         "correct answer: VCC would have nothing to learn from", "study.SEARCH_POLICY"),
+        ("training rollouts", "whole rollouts up to 1024 tokens", "whole rollouts up to 224 new tokens "
+         "(the other notebooks cut training rollouts at the first </answer>)",
+         "abandonment needs text after an answer; 224 is the evaluation budget", "study.WHOLE_ROLLOUTS"),
+        ("adaptive and hybrid curricula", "named, not defined", "adaptive: a frontier over the easiest-first "
+         "ranking that widens by 10% when the training success EMA reaches 0.5 (dwell 3 steps); hybrid: "
+         "that frontier, never behind the staged schedule", "the report gives no rule",
+         "samplers.solution_count.SolutionCountAdaptiveConfig"),
+        ("VCC pairs per prompt", "capped, cap not given", "2", "as many as our IPO pairs",
+         "objectives.vcc.VCCConfig.max_pairs_per_prompt"),
+        ("group size and batch", "G = 4, batch 8 x accumulation 4, lr 1e-6",
+         "the study's preset (G = 8, 32 prompts, lr 1e-4)", "one preset for every report's rows",
+         "study.STUDY_PRESETS"),
+        ("Table 2's RLOO baseline", "a run of its own (0.3063 rollout accuracy, against Table 1's 0.4963)",
+         "one RLOO row for both tables", "the same config gives the same run", "study.REPORT_003"),
+        ("tight sweep and checkpoint selection", "c in {0.005, ..., 0.015}, two seeds, validation on "
+         "train[:200]", "not run yet", "each row needs checkpoint evaluations on two splits",
+         "notebook 06"),
+    ),
     "004": (
         ("tiers", "T0-T3 overlap (T1: 3-4 numbers, target <= 75; T2: 4 numbers, target <= 150; ...)",
          "a partition of the pool (countdown.tier_labels)", "overlapping tiers make arm rewards ambiguous",

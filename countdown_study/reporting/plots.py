@@ -325,3 +325,29 @@ def cost_figure(
 def _sd(row, name: str) -> float:
     value = getattr(row, name, 0.0)
     return 0.0 if value is None or not np.isfinite(value) else float(value)
+
+
+@_styled
+def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, columns: int = 4) -> Figure:
+    """Report 003's Figure 6: per method, pass@k of the final answer (solid) and of the first verifying
+    answer (dashed), from ``study.pass_at_k_curves`` of each; the gap is what abandoning answers loses."""
+    methods = list(dict.fromkeys(final["method"]))
+    cols = min(columns, len(methods))
+    rows = (len(methods) + cols - 1) // cols
+    fig = Figure(figsize=(3.0 * cols, 2.6 * rows + 0.5), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
+    for ax, method in zip(axes.flat, methods, strict=False):
+        for curves, style in ((final, "-"), (first, "--")):
+            curve = curves[curves["method"] == method]
+            ax.plot(curve["k"], curve["pass@k"], style, color="C0", marker="o", markersize=2)
+        ax.set_xscale("log", base=2)
+        ax.set_ylim(0, 1)
+        ax.set_title(method, fontsize=8)
+        ax.set_xlabel("k")
+    for ax in list(axes.flat)[len(methods) :]:
+        ax.set_visible(False)
+    axes[0, 0].set_ylabel("pass@k")
+    handles = [Line2D([], [], color="C0", linestyle=s, label=t) for s, t in (("-", "final answer"),
+               ("--", "first verifying answer"))]  # fmt: skip
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7)
+    return fig

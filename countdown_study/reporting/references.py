@@ -44,15 +44,22 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
         ("DV kernel", (56.38, 70.82, 72.00)), ("Edge x feature_failure", (57.75, 73.38, 74.00)),
         ("Split batch 70/30", (57.88, 71.90, 74.00)),
     ) for k, v in zip((1, 8, 16), vals, strict=True)],
-    # report 003, Table 1 (pass@1 = rollout accuracy, pass@16)
-    ("003", "SFT", "pass@1", 0.3038, "Table 1"),
-    ("003", "SFT", "pass@16", 0.7400, "Table 1"),
-    ("003", "IPO", "pass@1", 0.3750, "Table 1"),
-    ("003", "IPO", "pass@16", 0.7600, "Table 1"),
-    ("003", "IPO", "avg_pass@k", 0.6831, "Table 1"),
-    ("003", "RLOO uniform", "pass@1", 0.4963, "Table 1"),
-    ("003", "RLOO uniform", "pass@16", 0.7200, "Table 1"),
-    ("003", "RLOO uniform", "avg_pass@k", 0.6756, "Table 1"),
+    # report 003, Table 1 (avg pass@k, pass@1 / 2 / 4 / 8 / 16) and Table 2 (rollout accuracy, mean reward,
+    # pass@16); their "Curriculum RLOO step90" is our staged row, "Selected Hybrid" our hybrid row
+    *[("003", m, metric, v, "Table 1") for m, vals in (
+        ("RLOO uniform", (0.6756, 0.4963, 0.5935, 0.6542, 0.6956, 0.7200)),
+        ("IPO", (0.6831, 0.3750, 0.5350, 0.6524, 0.7178, 0.7600)),
+        ("Staged curriculum", (0.6580, 0.5088, 0.5993, 0.6406, 0.6699, 0.7000)),
+        ("SFT", (0.6454, 0.3038, 0.4567, 0.5943, 0.6883, 0.7400)),
+        ("VCC-RLOO", (0.6732, 0.3263, 0.4847, 0.6174, 0.7101, 0.7800)),
+        ("Adaptive curriculum", (0.6298, 0.4638, 0.5447, 0.5991, 0.6472, 0.6800)),
+        ("Hybrid curriculum", (0.6703, 0.5150, 0.6077, 0.6577, 0.6890, 0.7000)),
+    ) for metric, v in zip(("avg_pass@k", "pass@1", "pass@2", "pass@4", "pass@8", "pass@16"), vals, strict=True)],
+    # (Table 2's RLOO baseline is another run than Table 1's: 0.3063 against 0.4963)
+    *[("003", m, metric, v, "Table 2") for m, vals in (
+        ("RLOO uniform (Table 2 run)", (0.3063, 0.3611, 0.78)), ("Commit reward only", (0.2925, 0.3481, 0.80)),
+        ("Commit reward + VCC", (0.3125, 0.3694, 0.80)), ("VCC-RLOO", (0.3262, 0.3812, 0.78)),
+    ) for metric, v in zip(("exact_rate", "mean_score", "pass@16"), vals, strict=True)],
     # report 004 (75 steps): mean score, exact rate, pass@16
     ("004", "RLOO uniform", "mean_score", 0.5156, "Results"),
     ("004", "RLOO uniform", "exact_rate", 0.4800, "Results"),
@@ -80,9 +87,14 @@ def reported(reports: tuple[str, ...] | None = None, methods: tuple[str, ...] | 
     return table.reset_index(drop=True)
 
 
-def side_by_side(ours: pd.DataFrame, report: str, metrics: tuple[str, ...], our_model: str) -> pd.DataFrame:
-    """Our per-method ``metrics`` (a ``study.summary_table``) beside one report's, one row per method x source."""
+def side_by_side(
+    ours: pd.DataFrame, report: str, metrics: tuple[str, ...], our_model: str, where: str | None = None
+) -> pd.DataFrame:
+    """Our per-method ``metrics`` (a ``study.summary_table``) beside one report's, one row per method x source
+    (``where``: only their numbers from that place in the report, e.g. ``"Table 2"``)."""
     theirs = reported((report,))
+    if where is not None:
+        theirs = theirs[theirs["source"] == where]
     theirs = theirs[theirs["metric"].isin(metrics)].pivot_table(
         index="method", columns="metric", values="value", sort=False
     )

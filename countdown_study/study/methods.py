@@ -21,6 +21,7 @@ from countdown_study.training.common import study_tasks
 from countdown_study.training.group_filters import GroupFilterSpec
 from countdown_study.training.ipo import train_ipo
 from countdown_study.training.loop import train
+from countdown_study.training.specs import AuxLossSpec
 
 # ---------------------------------------------------------------------------------------------------
 # Methods and studies
@@ -43,6 +44,9 @@ class Method:
     """Other ``TrainConfig`` fields to change (e.g. ``format_score``)."""
     eval_sets: tuple[tuple[str, str], ...] = ()
     """Task sets evaluated beside the preset's held-out tasks (``EvalSpec.extra_sets``)."""
+    sampling: dict = field(default_factory=dict)
+    """Changes to the training rollouts' ``SamplingConfig`` (report 003: whole rollouts, not cut at the
+    first answer)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("sft", "ipo", "rloo"):
@@ -50,7 +54,22 @@ class Method:
 
 
 EMBEDDED_MODEL = "embedded 3.4M Qwen2 (SFT by this package)"
-"""How tables name the policy behind our numbers."""
+"""How tables name the embedded policy behind our numbers."""
+MODEL_LABELS = {
+    "embedded": EMBEDDED_MODEL,
+    "embedded-search": "embedded 3.4M Qwen2 (search-style SFT by this package)",
+}
+"""Table labels of the shipped policies."""
+
+
+def model_label(policy: str) -> str:
+    """How tables name ``policy``: a shipped policy's label, a Hugging Face id as is, a local folder by its
+    own name (tables never name a folder of this machine)."""
+    policy = str(policy)
+    if policy in MODEL_LABELS:
+        return MODEL_LABELS[policy]
+    return Path(policy).name if Path(policy).is_dir() else policy
+
 
 SFT = Method("SFT", kind="sft")
 IPO = Method("IPO", kind="ipo")
@@ -164,6 +183,46 @@ CLAIMS_002 = {
 version (R2) at pass@1; frozen feature_failure beats frozen edge and the control at high k (R3); the
 fusions beat the control at pass@1 (R4; that they lose no high k is read from their pass@16 rows)."""
 
+SEARCH_POLICY = "embedded-search"
+"""Report 003's starting policy here: the package's search-style SFT policy, which writes several answer
+spans per rollout and abandons correct ones (``countdown-study sft`` documents how it is made)."""
+WHOLE_ROLLOUTS = {"stop_at_answer": False, "max_new_tokens": 224}
+"""Report 003's training rollouts: whole, not cut at the first ``</answer>`` (so answers can be abandoned
+and VCC can see them), within the evaluation budget of 224 new tokens."""
+_VCC = {"aux_losses": (AuxLossSpec("vcc", coef=0.01),)}
+REPORT_003 = (
+    Method("RLOO uniform", sampling=WHOLE_ROLLOUTS),
+    Method("Staged curriculum", sampler="solution_count_staged", sampling=WHOLE_ROLLOUTS),
+    Method("Adaptive curriculum", sampler="solution_count_adaptive", sampling=WHOLE_ROLLOUTS),
+    Method("Hybrid curriculum", sampler="solution_count_hybrid", sampling=WHOLE_ROLLOUTS),
+    Method("VCC-RLOO", changes=_VCC, sampling=WHOLE_ROLLOUTS),
+)
+"""Report 003's Table 1 rows trained here (SFT and IPO are added by the notebook), all on whole rollouts;
+the first row is their RLOO baseline and VCC-RLOO is outcome reward + VCC at c = 0.01."""
+REPORT_003_COMMIT = (
+    Method("Commit reward only", changes={"reward": "commit"}, sampling=WHOLE_ROLLOUTS),
+    Method("Commit reward + VCC", changes={"reward": "commit", **_VCC}, sampling=WHOLE_ROLLOUTS),
+)
+"""Report 003's Table 2 rows beside RLOO and VCC-RLOO (outcome reward + VCC)."""
+CONTRASTS_003 = (
+    *((m.name, REPORT_003[0].name) for m in (*REPORT_003[1:], *REPORT_003_COMMIT)),
+    ("Commit reward + VCC", "Commit reward only"),
+)
+"""Notebook 06's paired contrasts: every row against RLOO on whole rollouts, and VCC on top of the commit
+reward against the commit reward alone."""
+CLAIMS_003 = {
+    ("Staged curriculum", "RLOO uniform", "pass@1"): +1,  # 0.4963 -> 0.5088
+    ("Hybrid curriculum", "RLOO uniform", "pass@1"): +1,  # -> 0.5150
+    ("Staged curriculum", "RLOO uniform", "pass@16"): -1,  # 0.72 -> 0.70
+    ("Adaptive curriculum", "RLOO uniform", "pass@16"): -1,  # -> 0.68
+    ("Hybrid curriculum", "RLOO uniform", "pass@16"): -1,  # -> 0.70
+    ("VCC-RLOO", "RLOO uniform", "pass@16"): +1,  # 0.72 -> 0.78 (Table 1)
+    ("Commit reward only", "RLOO uniform", "pass@1"): -1,  # rollout accuracy 0.3063 -> 0.2925 (Table 2)
+}
+"""Report 003's claims, signed per metric: curricula raise pass@1 (staged, hybrid) and lower pass@16; VCC
+raises pass@16; the commit reward alone does not raise rollout accuracy (it fell; a verdict other than
+``reversed`` is consistent with "does not raise")."""
+
 FIELD_BASELINES = (
     Method("Dynamic sampling (DAPO)", changes={"group_filter": GroupFilterSpec("dynamic_sampling")}),
     Method("Band-pass 0.2-0.8", changes={"group_filter": GroupFilterSpec("band_pass", low=0.2, high=0.8)}),
@@ -200,6 +259,8 @@ def run_method(
     if method.sampler.startswith("fsc_"):
         options.setdefault("probe_size", preset.prompts_per_step)  # report 002 probes one batch's worth
     config = preset.train_config(method.sampler, seed, sampler_options=options, **method.changes)
+    if method.sampling:
+        config = replace(config, sampling=replace(config.sampling, **method.sampling))
     return train(_with_sets(config, method), root=root, progress=progress, wait=wait)
 
 

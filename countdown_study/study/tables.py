@@ -29,9 +29,12 @@ METRICS = (
     "exact_rate",
     "well_formed",
     "answer_spans_per_rollout",
+    "first_verifying_pass@1",
+    "abandoned_rate",
     "truncated",
 )
-"""Summary metrics reported per method (``truncated``: share of rollouts cut by the token cap)."""
+"""Summary metrics reported per method (``truncated``: share of rollouts cut by the token cap;
+``first_verifying_pass@1`` and ``abandoned_rate``: report 003's diagnostic of answer abandonment)."""
 
 
 def run_summaries(result: StudyResult, by: str | None = None) -> pd.DataFrame:

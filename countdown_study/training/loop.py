@@ -369,6 +369,13 @@ def draw_groups(step: int, engine, sampler: Sampler, config: TrainConfig, templa
     )
 
 
+def answer_metrics(grades: Grades) -> dict[str, float]:
+    """Report 003's rollout structure in a step of whole rollouts: answer spans per rollout, and the share
+    of rollouts that wrote a verifying answer and ended on another (abandoned it)."""
+    abandoned = (grades.first_verifying >= 0) & ~grades.correct  # (P, G)
+    return {"answer_spans": float(grades.answer_spans.mean()), "abandoned_rate": float(abandoned.mean())}
+
+
 def rloo_step(
     step: int,
     model,
@@ -425,6 +432,8 @@ def rloo_step(
     sampler.observe(step, drawn.seen_batch, drawn.seen_grades, seen_advantages.numpy())
     shown = (grades, rollouts) if len(batch.tasks) else (drawn.seen_grades, drawn.seen_rollouts)
     record = {"step": step, **batch_metrics(*shown), **probe_stats, **drawn.stats, **update, **aux_stats}
+    if not config.sampling.stop_at_answer:  # whole rollouts: answers can be abandoned
+        record.update(answer_metrics(shown[0]))
     record.update({f"sampler_{k}": v for k, v in sampler.stats().items()})
     record.update({f"seconds_{k}": round(v, 4) for k, v in seconds.items()})
     if batch.arms:
