@@ -22,5 +22,8 @@ format:
 sft:
 	countdown-study sft --ship
 
+paper:
+	countdown-study paper
+
 bench:
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done

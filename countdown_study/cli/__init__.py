@@ -1,4 +1,4 @@
-"""The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``, ``runs``.
+"""The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``, ``runs``, ``paper``.
 
 Each subcommand is a module of this package (``COMMANDS``) providing ``configure_parser(parser)`` and
 ``cli_main(args) -> int``; the library never imports the command line. A command module imports the
@@ -25,6 +25,7 @@ COMMANDS = {
     ),
     "run": ("countdown_study.cli.run", "execute the study notebooks in order with papermill"),
     "runs": ("countdown_study.cli.runs", "check the run store: every finished run against its checksums"),
+    "paper": ("countdown_study.cli.paper", "the paper from results/: tables, figures, macros, then the PDF"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Reporting: tables and figures to results/, plots, the reports' own numbers (later the paper).
+"""Reporting: tables and figures to results/, plots, the reports' own numbers, and the paper (``paper``).
 
 Wall: needs no torch; imports only ``countdown_study.runs`` provenance helpers and ``paths``.
 """

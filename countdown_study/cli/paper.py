@@ -1,0 +1,55 @@
+"""``countdown-study paper``: the paper's tables, figures and macros from ``results/``, then its PDF."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from countdown_study.cli.run import PRESET_NAMES
+from countdown_study.paths import PAPER_PRESET, figures_dir, paper_dir, tables_dir
+
+LATEX_MISSING = (
+    "LaTeX not found (latexmk, pdflatex); install the Debian packages with: "
+    "apt-get install -y --no-install-recommends latexmk texlive-latex-recommended texlive-latex-extra"
+)
+"""The one line printed when LaTeX is missing (``reporting.paper.LATEX_INSTALL``, written out here so that
+parsing imports nothing heavy; ``tests/test_paper.py`` holds them equal)."""
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``countdown-study paper``."""
+    parser.add_argument("--paper-dir", default=None, help="the paper's folder (default <root>/paper)")
+    parser.add_argument(
+        "--preset", default=PAPER_PRESET, choices=PRESET_NAMES,
+        help="whose tables and figures (default full: results/tables, results/figures)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-pdf", action="store_true", help="write paper/generated only, without running LaTeX"
+    )
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    """Write ``generated/`` from the results; then ``latexmk -pdf`` into ``build/main.pdf`` (exit 2 without
+    LaTeX, 1 when LaTeX fails, with the end of its log)."""
+    from countdown_study.reporting import paper
+
+    folder = Path(args.paper_dir) if args.paper_dir else paper_dir()
+    if not (folder / "main.tex").is_file():
+        raise FileNotFoundError(f"no main.tex in {folder}")
+    written = paper.write_generated(folder, tables_dir(args.preset), figures_dir(args.preset))
+    print(f"{len(written)} files written to {folder / 'generated'}")
+    if args.no_pdf:
+        return 0
+    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
+        print(f"countdown-study paper: error: {LATEX_MISSING}", file=sys.stderr)
+        return 2
+    done = paper.build_pdf(folder)
+    if done.returncode != 0:
+        print(done.stdout[-4000:], file=sys.stderr)
+        print(f"countdown-study paper: error: latexmk failed (exit {done.returncode})", file=sys.stderr)
+        return 1
+    pages = paper.pages_written(done.stdout + done.stderr)
+    print(f"{folder / 'build' / 'main.pdf'}" + (f" ({pages} pages)" if pages else ""))
+    return 0

@@ -1,0 +1,250 @@
+"""The paper builder: LaTeX text and tables from CSVs, macros from paired tables, the generated sections, the
+``countdown-study paper`` command and, where LaTeX is installed, the PDF."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from countdown_study.cli import main
+from countdown_study.cli import paper as cli_paper
+from countdown_study.paths import paper_dir, results_dir
+from countdown_study.reporting import paper
+
+# ----------------------------------------------------------------------------------------------------
+# text and numbers
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("fsc_002", r"fsc\_002"),  # underscore
+        ("95% & #1", r"95\% \& \#1"),  # percent, ampersand, hash
+        ("{a} ~ b^2", r"\{a\} \textasciitilde{} b\textasciicircum{}2"),  # braces, tilde, caret
+        ("target <= 75", r"target \textless{}= 75"),  # no T1 encoding: < and > as commands
+        ("a\\b", r"a\textbackslash{}b"),  # a backslash is escaped once, not twice
+        ("$x$", r"\$x\$"),
+    ],
+)
+def test_escape(text, expected):
+    assert paper.escape(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "signed", "expected"),
+    [
+        (0.04744, 3, True, "+0.047"),
+        (-0.14396, 3, True, "-0.144"),
+        (0.37654, 3, False, "0.377"),
+        (-0.0001, 3, True, "+0.000"),  # rounds to zero: no "-0.000"
+        (55.1167, 1, False, "55.1"),
+        (float("nan"), 3, False, paper.MISSING),
+        (None, 3, True, paper.MISSING),
+    ],
+)
+def test_number(value, digits, signed, expected):
+    assert paper.number(value, digits, signed) == expected
+
+
+def test_interval_and_count():
+    assert paper.interval(0.0192, 0.0755) == "[$+0.019$, $+0.075$]"
+    assert paper.interval(-0.1959, float("nan")) == paper.MISSING
+    assert paper.count(244883.0) == "244,883"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("RLOO uniform vs SFT pass@1", "RlooUniformVsSftPassOne"),
+        ("pass@16", "PassSixteen"),
+        ("Split batch 70/30", "SplitBatchSevenZeroThreeZero"),  # above twenty: digit by digit
+        ("curricula 000", "CurriculaZeroZeroZero"),  # a leading zero: digit by digit
+        ("a above b", "AAboveB"),
+    ],
+)
+def test_macro_name_has_letters_only(text, expected):
+    assert paper.macro_name(text) == expected
+
+
+# ----------------------------------------------------------------------------------------------------
+# a worked example: CSV -> LaTeX table
+
+PAIRED_CSV = """contrast,metric,diff,ci_low,ci_high,n_seeds,verdict,mde
+Edge_x & 50% #1 vs RLOO uniform,pass@1,0.04744,0.01921,0.07549,5,holds,0.03771
+Edge_x & 50% #1 vs RLOO uniform,pass@16,-0.1440,-0.1959,-0.0921,5,,0.0695
+Edge_x & 50% #1 vs RLOO uniform,mean_score,0.0426,0.0172,0.0680,5,a above b,0.0340
+"""
+
+PAIRED_FRAGMENT = r"""\begin{table}[!htbp]
+\centering
+\small
+\caption{Claims. Source: notebook 05, \texttt{fsc\_002\_paired}.}
+\label{tab:fsc_002_paired}
+\begin{tabularx}{\linewidth}{>{\raggedright\arraybackslash}Xlrrrrl}
+\toprule
+contrast & metric & difference & 95\% interval & MDE & seeds & verdict \\
+\midrule
+Edge\_x \& 50\% \#1 vs RLOO uniform & pass@1 & $+0.047$ & [$+0.019$, $+0.075$] & 0.038 & 5 & holds \\
+Edge\_x \& 50\% \#1 vs RLOO uniform & pass@16 & $-0.144$ & [$-0.196$, $-0.092$] & 0.070 & 5 & -- \\
+\bottomrule
+\end{tabularx}
+\end{table}
+"""
+
+
+def test_paired_csv_to_exact_fragment():
+    """Escaping, rounding, signs in math mode, the interval, a missing verdict, the mean_score row left out."""
+    table = pd.read_csv(io.StringIO(PAIRED_CSV))
+    spec = paper.TableSpec("fsc_002_paired", paper.VERDICT_COLUMNS, "Claims.", metrics=paper.VERDICT_METRICS)
+    assert paper.table_fragment(spec, table, "05") == PAIRED_FRAGMENT
+
+
+def test_an_older_paired_table_shows_the_columns_it_has():
+    table = pd.read_csv(io.StringIO(PAIRED_CSV)).drop(columns=["verdict", "mde"])
+    body = paper.tabular(table, paper.present(table, paper.VERDICT_COLUMNS))
+    assert "verdict" not in body and "MDE" not in body
+    assert r"[$+0.019$, $+0.075$]" in body
+
+
+def test_model_labelled_table_shortens_the_model_and_separates_the_sources():
+    table = pd.DataFrame(
+        {
+            "model": ["embedded 3.4M Qwen2 (SFT by this package)", "Qwen2.5-0.5B SFT (asingh15/x)"],
+            "method": ["RLOO uniform", "RLOO uniform"],
+            "pass@1": [0.3981, 0.43],
+        }
+    )
+    body = paper.tabular(
+        table, (paper.MODEL_COLUMN, paper.METHOD_COLUMN, *paper.metric_columns("pass@1")), "model"
+    )
+    assert body.splitlines()[4:7] == [
+        r"embedded 3.4M Qwen2 & RLOO uniform & 0.398 \\",
+        r"\midrule",
+        r"Qwen2.5-0.5B SFT & RLOO uniform & 0.430 \\",
+    ]
+
+
+def test_row_macros_and_their_absence():
+    row = pd.read_csv(io.StringIO(PAIRED_CSV)).iloc[0].to_dict()
+    lines = paper.row_macros("RlooVsSftPassOne", row)
+    assert r"\newcommand{\RlooVsSftPassOne}{\ensuremath{+0.047}}" in lines
+    assert r"\newcommand{\RlooVsSftPassOneCI}{[$+0.019$, $+0.075$]}" in lines
+    assert r"\newcommand{\RlooVsSftPassOneVerdict}{holds}" in lines
+    assert r"\newcommand{\RlooVsSftPassOne}{\textit{n/a}}" in paper.row_macros("RlooVsSftPassOne", None)
+
+
+def test_pages_written():
+    assert paper.pages_written("Output written on build/main.pdf (16 pages, 812345 bytes).") == 16
+    assert paper.pages_written("no output") is None
+
+
+# ----------------------------------------------------------------------------------------------------
+# the command on a results folder of our own
+
+
+@pytest.fixture
+def paper_copy(tmp_path):
+    """The paper's hand-written sources, without anything generated or built."""
+    target = tmp_path / "paper"
+    shutil.copytree(paper_dir(), target, ignore=shutil.ignore_patterns("build", "generated"))
+    return target
+
+
+def copy_results(target, prefixes):
+    """The committed tables and figures whose names start with one of ``prefixes``."""
+    for kind in ("tables", "figures"):
+        (target / kind).mkdir(parents=True)
+        for path in (results_dir() / kind).iterdir():
+            if path.name.startswith(prefixes):
+                shutil.copy(path, target / kind / path.name)
+    return target
+
+
+def generate(paper_copy, results, monkeypatch, *extra):
+    monkeypatch.setenv("COUNTDOWN_STUDY_RESULTS", str(results))
+    return main(["paper", "--paper-dir", str(paper_copy), *extra])
+
+
+def test_a_changed_number_in_the_results_reaches_the_paper(tmp_path, paper_copy, monkeypatch):
+    results = copy_results(tmp_path / "results", ("baselines_paired",))
+    csv = results / "tables" / "baselines_paired.csv"
+    table = pd.read_csv(csv)
+    row = (table["contrast"] == "RLOO uniform vs SFT") & (table["metric"] == "pass@1")
+    assert paper.number(table.loc[row, "diff"].item(), signed=True) != "+0.123"
+    table.loc[row, "diff"] = 0.1234
+    table.to_csv(csv, index=False)
+
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    fragment = (paper_copy / "generated" / "tables" / "baselines_paired.tex").read_text()
+    assert r"RLOO uniform vs SFT & pass@1 & $+0.123$ &" in fragment
+    macros = (paper_copy / "generated" / "macros.tex").read_text()
+    assert r"\newcommand{\RlooVsSftPassOne}{\ensuremath{+0.123}}" in macros
+    # the notebook's other tables and figures are missing: one sentence names them
+    body = (paper_copy / "generated" / "baselines.tex").read_text()
+    assert r"Not in \texttt{results/} yet from notebook 02: \texttt{baselines\_summary}" in body
+
+
+def test_missing_results_give_one_sentence_per_section(tmp_path, paper_copy, monkeypatch):
+    results = copy_results(tmp_path / "results", ("tasks_",))
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    generated = paper_copy / "generated"
+    assert (
+        generated / "report002.tex"
+    ).read_text() == "Results of notebook 05 are not in \\texttt{results/} yet.\n"
+    assert (generated / "baselines.tex").read_text().startswith("Results of notebook 02 are not in")
+    assert r"\newcommand{\RlooVsSftPassOne}{\textit{n/a}}" in (generated / "macros.tex").read_text()
+    assert (
+        "Paired tables of notebooks 02, 03, 04, 05, 06, 07, 08" in (generated / "synthesis.tex").read_text()
+    )
+    assert (generated / "tables" / "tasks_by_tier.tex").is_file()
+
+
+def test_deviations_come_from_the_saved_table_else_the_library(tmp_path, paper_copy, monkeypatch):
+    results = copy_results(tmp_path / "results", ("tasks_",))
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    assert "reward-adaptive EMA signal" in (paper_copy / "generated" / "deviations_000.tex").read_text()
+    saved = paper.deviations("000")
+    saved.loc[saved["what"] == "reward-adaptive EMA signal", "ours"] = "a saved choice"
+    saved.to_csv(results / "tables" / "curricula_000_deviations.csv", index=False)
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    assert "a saved choice" in (paper_copy / "generated" / "deviations_000.tex").read_text()
+
+
+def test_without_latex_the_command_names_the_packages_and_exits_2(tmp_path, paper_copy, monkeypatch, capsys):
+    results = copy_results(tmp_path / "results", ("tasks_",))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert generate(paper_copy, results, monkeypatch) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and paper.LATEX_INSTALL in err
+
+
+def test_the_command_line_names_the_librarys_latex_packages():
+    assert paper.LATEX_INSTALL in cli_paper.LATEX_MISSING  # written out so that parsing imports no pandas
+
+
+def test_parsing_the_paper_command_imports_nothing_heavy():
+    code = (
+        "import sys\nfrom countdown_study.cli import build_parser\n"
+        "build_parser().parse_args(['paper', '--no-pdf', '--preset', 'quick'])\n"
+        "print(','.join(m for m in ('torch', 'transformers', 'pandas') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
+@pytest.mark.skipif(
+    shutil.which("latexmk") is None or shutil.which("pdflatex") is None,
+    reason=f"LaTeX is not installed ({paper.LATEX_INSTALL})",
+)
+def test_the_pdf_builds_from_partial_results(tmp_path, paper_copy, monkeypatch):
+    """Some notebooks' tables and figures present, the others' missing: the PDF still builds."""
+    results = copy_results(tmp_path / "results", ("baselines_", "sliding_window_001_", "tasks_"))
+    assert generate(paper_copy, results, monkeypatch) == 0
+    pdf = paper_copy / "build" / "main.pdf"
+    assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF")
+    assert r"baselines_pass_at_k.pdf" in (paper_copy / "generated" / "baselines.tex").read_text()
