@@ -1,4 +1,4 @@
-"""The paper builder: LaTeX text and tables from CSVs, macros from paired tables, the generated sections, the
+"""The paper builder: LaTeX tables from CSVs, macros from paired tables, the generated sections, the
 ``countdown-study paper`` command and, where LaTeX is installed, the PDF."""
 
 from __future__ import annotations
@@ -14,62 +14,8 @@ import pytest
 from countdown_study.cli import main
 from countdown_study.cli import paper as cli_paper
 from countdown_study.paths import paper_dir, results_dir
-from countdown_study.reporting import paper
-
-# ----------------------------------------------------------------------------------------------------
-# text and numbers
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("fsc_002", r"fsc\_002"),  # underscore
-        ("95% & #1", r"95\% \& \#1"),  # percent, ampersand, hash
-        ("{a} ~ b^2", r"\{a\} \textasciitilde{} b\textasciicircum{}2"),  # braces, tilde, caret
-        ("target <= 75", r"target \textless{}= 75"),  # no T1 encoding: < and > as commands
-        ("a\\b", r"a\textbackslash{}b"),  # a backslash is escaped once, not twice
-        ("$x$", r"\$x\$"),
-    ],
-)
-def test_escape(text, expected):
-    assert paper.escape(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("value", "digits", "signed", "expected"),
-    [
-        (0.04744, 3, True, "+0.047"),
-        (-0.14396, 3, True, "-0.144"),
-        (0.37654, 3, False, "0.377"),
-        (-0.0001, 3, True, "+0.000"),  # rounds to zero: no "-0.000"
-        (55.1167, 1, False, "55.1"),
-        (float("nan"), 3, False, paper.MISSING),
-        (None, 3, True, paper.MISSING),
-    ],
-)
-def test_number(value, digits, signed, expected):
-    assert paper.number(value, digits, signed) == expected
-
-
-def test_interval_and_count():
-    assert paper.interval(0.0192, 0.0755) == "[$+0.019$, $+0.075$]"
-    assert paper.interval(-0.1959, float("nan")) == paper.MISSING
-    assert paper.count(244883.0) == "244,883"
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("RLOO uniform vs SFT pass@1", "RlooUniformVsSftPassOne"),
-        ("pass@16", "PassSixteen"),
-        ("Split batch 70/30", "SplitBatchSevenZeroThreeZero"),  # above twenty: digit by digit
-        ("curricula 000", "CurriculaZeroZeroZero"),  # a leading zero: digit by digit
-        ("a above b", "AAboveB"),
-    ],
-)
-def test_macro_name_has_letters_only(text, expected):
-    assert paper.macro_name(text) == expected
-
+from countdown_study.reporting import latex, paper, paper_sections
+from countdown_study.reporting.deviations import deviations
 
 # ----------------------------------------------------------------------------------------------------
 # a worked example: CSV -> LaTeX table
@@ -100,13 +46,15 @@ Edge\_x \& 50\% \#1 vs RLOO uniform & pass@16 & $-0.144$ & [$-0.196$, $-0.092$] 
 def test_paired_csv_to_exact_fragment():
     """Escaping, rounding, signs in math mode, the interval, a missing verdict, the mean_score row left out."""
     table = pd.read_csv(io.StringIO(PAIRED_CSV))
-    spec = paper.TableSpec("fsc_002_paired", paper.VERDICT_COLUMNS, "Claims.", metrics=paper.VERDICT_METRICS)
-    assert paper.table_fragment(spec, table, "05") == PAIRED_FRAGMENT
+    spec = paper_sections.TableSpec(
+        "fsc_002_paired", paper_sections.VERDICT_COLUMNS, "Claims.", metrics=paper_sections.VERDICT_METRICS
+    )
+    assert paper_sections.table_fragment(spec, table, "05") == PAIRED_FRAGMENT
 
 
 def test_an_older_paired_table_shows_the_columns_it_has():
     table = pd.read_csv(io.StringIO(PAIRED_CSV)).drop(columns=["verdict", "mde"])
-    body = paper.tabular(table, paper.present(table, paper.VERDICT_COLUMNS))
+    body = latex.tabular(table, latex.present(table, paper_sections.VERDICT_COLUMNS))
     assert "verdict" not in body and "MDE" not in body
     assert r"[$+0.019$, $+0.075$]" in body
 
@@ -119,8 +67,10 @@ def test_model_labelled_table_shortens_the_model_and_separates_the_sources():
             "pass@1": [0.3981, 0.43],
         }
     )
-    body = paper.tabular(
-        table, (paper.MODEL_COLUMN, paper.METHOD_COLUMN, *paper.metric_columns("pass@1")), "model"
+    body = latex.tabular(
+        table,
+        (paper_sections.MODEL_COLUMN, paper_sections.METHOD_COLUMN, *paper_sections.metric_columns("pass@1")),
+        "model",
     )
     assert body.splitlines()[4:7] == [
         r"embedded 3.4M Qwen2 & RLOO uniform & 0.398 \\",
@@ -175,7 +125,7 @@ def test_a_changed_number_in_the_results_reaches_the_paper(tmp_path, paper_copy,
     csv = results / "tables" / "baselines_paired.csv"
     table = pd.read_csv(csv)
     row = (table["contrast"] == "RLOO uniform vs SFT") & (table["metric"] == "pass@1")
-    assert paper.number(table.loc[row, "diff"].item(), signed=True) != "+0.123"
+    assert latex.number(table.loc[row, "diff"].item(), signed=True) != "+0.123"
     table.loc[row, "diff"] = 0.1234
     table.to_csv(csv, index=False)
 
@@ -208,7 +158,7 @@ def test_deviations_come_from_the_saved_table_else_the_library(tmp_path, paper_c
     results = copy_results(tmp_path / "results", ("tasks_",))
     assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
     assert "reward-adaptive EMA signal" in (paper_copy / "generated" / "deviations_000.tex").read_text()
-    saved = paper.deviations("000")
+    saved = deviations("000")
     saved.loc[saved["what"] == "reward-adaptive EMA signal", "ours"] = "a saved choice"
     saved.to_csv(results / "tables" / "curricula_000_deviations.csv", index=False)
     assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0

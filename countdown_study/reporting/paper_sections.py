@@ -1,0 +1,383 @@
+"""What each section of the paper shows, and its generated body: tables and figures by the names the
+notebooks save them under, the sentence standing in for missing results, and the deviations tables.
+
+``SECTIONS`` is the map from the paper to ``results/``; ``section_body`` and ``deviation_fragment`` turn
+loaded CSVs into LaTeX (``reporting.latex``) and touch no file. Imports pandas, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from countdown_study.reporting.deviations import deviations
+from countdown_study.reporting.latex import (
+    Column,
+    code,
+    escape,
+    figure_float,
+    present,
+    table_float,
+    tabular,
+    texttt,
+)
+
+# ----------------------------------------------------------------------------------------------------
+# what each section shows
+
+MODEL_COLUMN = Column("model", "model", "model")
+METHOD_COLUMN = Column("method", "method", "text")
+VERDICT_COLUMNS = (
+    Column("contrast", "contrast", "text", width="X"),
+    Column("metric", "metric", "text"),
+    Column("diff", "difference", "signed"),
+    Column("ci", "95% interval", "interval"),
+    Column("mde", "MDE", "number"),
+    Column("n_seeds", "seeds", "count"),
+    Column("verdict", "verdict", "text"),
+)
+"""The columns of a verdict table (from a ``*_paired.csv``); an older table without some shows the rest."""
+VERDICT_METRICS = ("pass@1", "pass@16")
+"""The metrics a verdict table shows (the paired tables may hold more)."""
+
+
+def metric_columns(*metrics: str) -> tuple[Column, ...]:
+    """Number columns headed by their metric names."""
+    return tuple(Column(m, m.replace("_", " ")) for m in metrics)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of a section: which CSV, which columns, which caption."""
+
+    name: str
+    """CSV stem in ``results/tables``."""
+    columns: tuple[Column, ...]
+    """Columns shown, in order (those missing from the CSV are left out)."""
+    caption: str
+    """Caption (LaTeX; the source notebook and the CSV name are appended)."""
+    group: str | None = None
+    """CSV column whose changes get a ``\\midrule`` (e.g. ``model``)."""
+    metrics: tuple[str, ...] | None = None
+    """Keep only rows whose ``metric`` is one of these (paired tables)."""
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of a section."""
+
+    name: str
+    """Figure stem in ``results/figures`` (the PDF is included)."""
+    caption: str
+    """Caption (LaTeX)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """The generated body of one section: its notebook's tables and figures."""
+
+    key: str
+    """Name of the generated body, ``generated/<key>.tex``."""
+    notebook: str
+    """Number of the notebook that writes these results (``"05"``)."""
+    tables: tuple[TableSpec, ...]
+    """Tables, in order; with none of them in ``results/`` the section is one ``missing_sentence``."""
+    figures: tuple[FigureSpec, ...] = ()
+    """Figures, in order."""
+
+
+def _side_by_side(name: str, metrics: tuple[str, ...], caption: str) -> TableSpec:
+    """A model-labelled table (``references.side_by_side``): theirs on Qwen2.5-0.5B, ours on the embedded
+    model; a rule between the models."""
+    return TableSpec(name, (MODEL_COLUMN, METHOD_COLUMN, *metric_columns(*metrics)), caption, group="model")
+
+
+def _verdicts(name: str, caption: str) -> TableSpec:
+    return TableSpec(name, VERDICT_COLUMNS, caption, metrics=VERDICT_METRICS)
+
+
+_SUMMARY = (
+    METHOD_COLUMN,
+    *metric_columns("pass@1", "pass@16", "mean_score"),
+    Column("n_seeds", "seeds", "count"),
+)
+_BY_COUNT = (METHOD_COLUMN, Column("num_count", "numbers", "count"), *metric_columns("pass@1", "pass@16"))
+_THEIRS = (
+    "Each row says whose model produced it: ours (embedded 3.4M Qwen2) or the report's (Qwen2.5-0.5B SFT)."
+)
+CLAIMS = (
+    "Paired differences (a $-$ b, mean over training seeds) with the seed-aware 95\\% interval, the minimum "
+    "detectable effect at 80\\% power and the verdict."
+)
+"""The caption sentence of every verdict table."""
+
+_TASK_COLUMNS = (
+    Column("tasks", "tasks", "count"),
+    Column("target_mean", "mean target", digits=1),
+    Column("solutions_median", "median solutions", "count"),
+)
+_ONOURS = "on our model, beside theirs. " + _THEIRS
+_TASKS = Section(
+    "tasks",
+    "01",
+    (
+        TableSpec(
+            "tasks_by_num_count",
+            (
+                Column("num_count", "numbers", "count"),
+                *_TASK_COLUMNS,
+                Column("single_solution", "single solution"),
+                Column("depth_mean", "mean depth", digits=2),
+            ),
+            "The task pool by number count, from the exact solver.",
+        ),
+        TableSpec(
+            "tasks_by_tier",
+            (
+                Column("tier", "tier", "text"),
+                Column("num_count", "numbers", "count"),
+                *_TASK_COLUMNS,
+                Column("share", "share"),
+            ),
+            "Report 004's tiers, made a partition of the pool.",
+        ),
+    ),
+    (FigureSpec("solution_count_by_tier", "Solution counts (distinct derivations) by tier."),),
+)
+_BASELINES = Section(
+    "baselines",
+    "02",
+    (
+        TableSpec("baselines_summary", _SUMMARY, "SFT, IPO and uniform RLOO on the shared held-out tasks."),
+        _verdicts("baselines_paired", "Baselines against each other. " + CLAIMS),
+        _side_by_side(
+            "baselines_vs_reports", ("pass@1", "pass@8", "pass@16"), "Beside report 002's Table 1. " + _THEIRS
+        ),
+    ),
+    (
+        FigureSpec("baselines_pass_at_k", "pass@k of the baselines with Wilson 95\\% intervals."),
+        FigureSpec("baselines_pass1_by_tier", "pass@1 of the baselines by tier."),
+    ),
+)
+_REPORT_000 = Section(
+    "report000",
+    "03",
+    (
+        _side_by_side(
+            "curricula_000_table1", ("pass@1", "pass@4", "pass@16"), "Report 000's Table 1 " + _ONOURS
+        ),
+        _verdicts("curricula_000_paired", "Report 000's curricula against uniform RLOO. " + CLAIMS),
+        TableSpec("curricula_000_by_num_count", _BY_COUNT, "Per difficulty: 3-number and 4-number tasks."),
+    ),
+    (
+        FigureSpec("curricula_000_occupancy", "What the curricula sampled over training."),
+        FigureSpec("curricula_000_training", "Training curves of report 000's rows."),
+    ),
+)
+_REPORT_001 = Section(
+    "report001",
+    "04",
+    (
+        _side_by_side(
+            "sliding_window_001_vs_report",
+            ("pass@1", "pass@16", "mean_score"),
+            "Report 001's comparison " + _ONOURS,
+        ),
+        _verdicts(
+            "sliding_window_001_paired", "Report 001's rows against uniform RLOO (binary reward). " + CLAIMS
+        ),
+    ),
+    (
+        FigureSpec("sliding_window_001_levels", "The difficulty level the controller chose over training."),
+        FigureSpec(
+            "sliding_window_001_pass_at_k", "pass@k of report 001's rows with Wilson 95\\% intervals."
+        ),
+    ),
+)
+_REPORT_002 = Section(
+    "report002",
+    "05",
+    (
+        _side_by_side("fsc_002_table1", ("pass@1", "pass@8", "pass@16"), "Report 002's Table 1 " + _ONOURS),
+        _verdicts("fsc_002_paired", "Report 002's claims R1--R4. " + CLAIMS),
+    ),
+    (
+        FigureSpec("fsc_002_pass_at_k", "pass@k of the Feature-Space Curriculum rows."),
+        FigureSpec("fsc_002_diagnostics", "Refresh diagnostics of the samplers over training."),
+    ),
+)
+_REPORT_003 = Section(
+    "report003",
+    "06",
+    (
+        _side_by_side(
+            "vcc_003_table1", ("avg_pass@k", "pass@1", "pass@16"), "Report 003's Table 1 " + _ONOURS
+        ),
+        _side_by_side(
+            "vcc_003_table2", ("exact_rate", "mean_score", "pass@16"), "Report 003's Table 2 " + _ONOURS
+        ),
+        _verdicts("vcc_003_paired", "Report 003's claims. " + CLAIMS),
+        TableSpec(
+            "vcc_003_abandonment",
+            (
+                METHOD_COLUMN,
+                Column("answer_spans_per_rollout", "spans per rollout", digits=2),
+                *metric_columns("pass@1", "first_verifying_pass@1", "abandoned_rate"),
+            ),
+            "Answer abandonment: the final answer against the first verifying one.",
+        ),
+    ),
+    (FigureSpec("vcc_003_final_vs_first", "pass@k of the final answer and of the first verifying answer."),),
+)
+_REPORT_004 = Section(
+    "report004",
+    "07",
+    (
+        _side_by_side(
+            "adsc_004_table2", ("mean_score", "exact_rate", "pass@16"), "Report 004's Table 2 " + _ONOURS
+        ),
+        _verdicts("adsc_004_paired", "Report 004's claims. " + CLAIMS),
+        TableSpec(
+            "adsc_004_ood",
+            (METHOD_COLUMN, *metric_columns("pass@1", "pass@16", "nonzero_pass_at_16")),
+            "5-number tasks never trained on (their Table 4).",
+        ),
+    ),
+    (FigureSpec("adsc_004_router_state", "The router's arm probabilities and values over training."),),
+)
+_FIELD = Section(
+    "field",
+    "08",
+    (
+        TableSpec(
+            "field_ranking",
+            (
+                METHOD_COLUMN,
+                Column("source", "from", "text"),
+                *metric_columns("pass@1", "pass@16"),
+                Column("gain_per_million_tokens", "gain / M tokens"),
+            ),
+            "The field's methods and the reports' curricula, ranked by pass@1.",
+        ),
+        _verdicts("field_paired", "Each of the field's methods against uniform RLOO. " + CLAIMS),
+        _verdicts("field_vs_best_curriculum", "Each against the best of the reports' curricula. " + CLAIMS),
+    ),
+    (FigureSpec("field_pass_at_k", "pass@k of the field's methods and the reports' curricula."),),
+)
+SECTIONS = (_TASKS, _BASELINES, _REPORT_000, _REPORT_001, _REPORT_002, _REPORT_003, _REPORT_004, _FIELD)
+"""Each section's tables and figures, in the names the notebooks save them under."""
+
+PAIRED_TABLES = {t.name: s.notebook for s in SECTIONS for t in s.tables if t.metrics is not None}
+"""Every paired table (``*_paired`` and the field's ``*_vs_best_curriculum``) -> the notebook that writes it."""
+
+# ----------------------------------------------------------------------------------------------------
+# section bodies
+
+
+def missing_sentence(notebook: str) -> str:
+    """The sentence a section shows while its notebook's results are not in ``results/``."""
+    return rf"Results of notebook {notebook} are not in \texttt{{results/}} yet."
+
+
+def source_note(notebook: str, name: str) -> str:
+    """The sentence a caption ends with: which notebook and which saved table or figure."""
+    return rf"Source: notebook {notebook}, {texttt(name)}."
+
+
+def table_fragment(spec: TableSpec, table: pd.DataFrame, notebook: str) -> str:
+    """The table float of ``spec`` from its CSV ``table``."""
+    if spec.metrics is not None and "metric" in table:
+        table = table[table["metric"].isin(spec.metrics)]
+    body = tabular(table, present(table, spec.columns), group=spec.group)
+    return table_float(body, f"{spec.caption} {source_note(notebook, spec.name)}", f"tab:{spec.name}")
+
+
+def section_body(
+    section: Section, tables: Mapping[str, pd.DataFrame], figures: Mapping[str, str]
+) -> tuple[str, dict[str, str]]:
+    """The body of ``section`` (``\\input`` of its table fragments, its figures) and the fragments by table
+    name; the ``missing_sentence`` alone while none of its tables is in ``results/``; a sentence lists
+    the tables and figures still missing beside present ones."""
+    if not any(t.name in tables for t in section.tables):
+        return missing_sentence(section.notebook) + "\n", {}
+    fragments = {
+        t.name: table_fragment(t, tables[t.name], section.notebook)
+        for t in section.tables
+        if t.name in tables
+    }
+    parts = [rf"\input{{generated/tables/{name}}}" for name in fragments]
+    for fig in section.figures:
+        if fig.name in figures:
+            caption = f"{fig.caption} {source_note(section.notebook, fig.name)}"
+            parts.append(figure_float(figures[fig.name], caption, f"fig:{fig.name}"))
+    absent = [t.name for t in section.tables if t.name not in tables] + [
+        f.name for f in section.figures if f.name not in figures
+    ]
+    if absent:
+        names = ", ".join(texttt(n) for n in absent)
+        parts.append(rf"Not in \texttt{{results/}} yet from notebook {section.notebook}: {names}.")
+    return "\n".join(parts) + "\n", fragments
+
+
+# ----------------------------------------------------------------------------------------------------
+# deviations
+
+DEVIATION_TABLES = {
+    "000": "curricula_000_deviations",
+    "001": "sliding_window_001_deviations",
+    "002": "fsc_002_deviations",
+    "003": "vcc_003_deviations",
+    "004": "adsc_004_deviations",
+    "field": "field_deviations",
+}
+"""The deviations table each notebook saves, per ``reporting.deviations`` key."""
+
+_DEVIATION_COLUMNS = (
+    Column("what", "what", "text", width="0.15"),
+    Column("report's value", "report", "text", width="0.22"),
+    Column("ours", "ours (where set)", "raw", width="0.31"),
+    Column("why", "why", "text", width="0.22"),
+)
+
+
+def deviation_fragment(rows: pd.DataFrame, caption: str, label: str) -> str:
+    """A deviations table (``reporting.deviations.COLUMNS``): what, the report's value, ours with the field
+    that sets it, why."""
+    ours = [
+        f"{escape(o)}\\newline{{\\scriptsize {code(w)}}}"
+        for o, w in zip(rows["ours"], rows["where set"], strict=True)
+    ]
+    body = tabular(rows.assign(ours=ours), _DEVIATION_COLUMNS)
+    return table_float(body, caption, label, size=r"\footnotesize")
+
+
+def deviation_rows(report: str, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """A report's deviations: the notebook's saved table if present, else the library's own rows."""
+    saved = tables.get(DEVIATION_TABLES[report])
+    return saved if saved is not None else deviations(report)
+
+
+def split_shared(rows: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The rows every report shares (by ``what``, taken from the first report) and each report's own rows."""
+    shared = set.intersection(*(set(table["what"]) for table in rows.values()))
+    first = next(iter(rows.values()))
+    own = {key: table[~table["what"].isin(shared)] for key, table in rows.items()}
+    return first[first["what"].isin(shared)], own
+
+
+def deviation_files(tables: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """The deviations fragments (file name -> LaTeX): the rows every report shares, then each report's own."""
+    shared, own = split_shared({key: deviation_rows(key, tables) for key in DEVIATION_TABLES})
+    files = {
+        "deviations_shared.tex": deviation_fragment(
+            shared, "Choices shared by every report's rows.", "tab:deviations-shared"
+        )
+    }
+    for key, table in own.items():
+        title = "the field's methods" if key == "field" else f"report {key}"
+        files[f"deviations_{key}.tex"] = deviation_fragment(
+            table, f"Where this study departs from {title}, and why.", f"tab:deviations-{key}"
+        )
+    return files
