@@ -2,7 +2,7 @@
 PY ?= python
 PRESET ?= quick
 
-.PHONY: install study test lint format bench sft paper
+.PHONY: install study test lint format bench sft sft-search paper
 
 install:
 	$(PY) -m pip install torch==2.13.0 -e ".[dev]"
@@ -21,6 +21,9 @@ format:
 
 sft:
 	countdown-study sft --ship
+
+sft-search:
+	countdown-study sft --recipe search --ship
 
 paper:
 	countdown-study paper

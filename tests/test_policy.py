@@ -4,13 +4,17 @@ import pytest
 import torch
 
 from countdown_study.policy import (
+    EMBEDDED_POLICIES,
     TinyModelConfig,
     build_model,
     build_tokenizer,
     load_policy,
     policy_fingerprint,
+    policy_identity,
     prompt_template,
 )
+from countdown_study.policy import model as policy_model
+from countdown_study.training.specs import DataSpec
 
 TRACE = "N 44 19 35 T 98 :<think>44+19=63, 63+35=98</think><answer>(44+19)+35</answer>"
 SMALL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
@@ -80,3 +84,25 @@ def test_policy_fingerprint_follows_the_weights_not_the_name(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="no weight files"):
         policy_fingerprint(tmp_path / "empty")
+
+
+def test_both_shipped_policies_load_by_name_and_differ():
+    embedded, tok = load_policy("embedded")
+    search, search_tok = load_policy("embedded-search")
+    assert EMBEDDED_POLICIES["embedded-search"].parent == EMBEDDED_POLICIES["embedded"].parent
+    assert prompt_template(search) == "compact" and not search.training
+    assert search_tok.get_vocab() == tok.get_vocab()
+    assert embedded.config.to_dict()["hidden_size"] == search.config.to_dict()["hidden_size"]
+    assert not torch.equal(embedded.lm_head.weight, search.lm_head.weight)
+    assert policy_fingerprint("embedded-search") != policy_fingerprint("embedded")
+    assert policy_identity(DataSpec(policy="embedded-search").policy) == {
+        "policy": policy_fingerprint(EMBEDDED_POLICIES["embedded-search"])
+    }
+    weights = sum(f.stat().st_size for f in EMBEDDED_POLICIES["embedded-search"].iterdir())
+    assert weights < 15_000_000
+
+
+def test_a_missing_shipped_policy_names_the_command_that_makes_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(policy_model.EMBEDDED_POLICIES, "embedded-search", tmp_path / "embedded-search")
+    with pytest.raises(FileNotFoundError, match="countdown-study sft --recipe search --ship"):
+        load_policy("embedded-search")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -14,9 +14,17 @@ import torch
 from countdown_study.cli import build_parser
 from countdown_study.cli import sft as sft_cli
 from countdown_study.countdown import format_prompt, generate_tasks
+from countdown_study.countdown.prompts import ANSWER_OPEN
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
-from countdown_study.runs.store import RunNotFinishedError
+from countdown_study.policy import (
+    EMBEDDED_POLICIES,
+    TinyModelConfig,
+    build_model,
+    build_tokenizer,
+    policy_identity,
+)
+from countdown_study.policy.traces import SearchRecipe
+from countdown_study.runs.store import RunNotFinishedError, run_id
 from countdown_study.training import sft, sft_data
 from countdown_study.training.checkpoint import write_checkpoint
 
@@ -170,6 +178,40 @@ def test_runtime_fields_do_not_change_the_run_id(tmp_path):
     assert sft.open_run(replace(TINY, lr=1e-3), tmp_path).run_id != base.run_id
     saved = json.loads((base.path / "config.json").read_text())
     assert saved == sft.run_config(TINY) and not set(saved) & set(sft.RUNTIME_FIELDS)
+
+
+def test_the_shipped_embedded_run_keeps_its_id():
+    # The id of the run that made ``embedded``, before ``init_from`` and ``search`` existed.
+    assert run_id(sft.run_config(sft.SFTConfig()), "sft") == "sft-61bfe0563a72"
+    later = {"init_from", "search"}  # fields added since: left out of the JSON while None
+    assert not later & set(sft.config_to_dict(sft.SFTConfig()))
+    assert later <= set(sft.config_to_dict(sft.RECIPES["search"].config))
+
+
+def test_init_from_starts_from_those_weights_and_joins_the_run_id(tmp_path):
+    tokenizer = build_tokenizer()
+    start = build_model(tokenizer, TINY_MODEL, seed=5)
+    start.save_pretrained(tmp_path / "start")
+    tokenizer.save_pretrained(tmp_path / "start")
+    config = replace(TINY, steps=1, lr=1e-12, weight_decay=0.0, init_from=str(tmp_path / "start"))
+    run = sft.train_sft(config, tmp_path / "runs", progress=False)
+    trained = _weights(run)
+    assert all(torch.allclose(a, b, atol=1e-8) for a, b in zip(trained.state_dict().values(),
+               start.state_dict().values(), strict=True))  # fmt: skip
+    assert not _states_equal(trained, build_model(tokenizer, TINY_MODEL, seed=config.seed))
+    assert json.loads((run.path / "identity.json").read_text()) == policy_identity(tmp_path / "start")
+    assert sft.open_run(replace(config, init_from=None), tmp_path / "runs").run_id != run.run_id
+    build_model(tokenizer, TINY_MODEL, seed=6).save_pretrained(tmp_path / "start")  # new weights, same name
+    assert sft.open_run(config, tmp_path / "runs").run_id != run.run_id
+
+
+def test_a_search_config_trains_on_search_traces():
+    search = replace(TINY, batch_size=40, search=SearchRecipe(give_up_share=0.3, abandon_share=0.25))
+    solver = replace(TINY, batch_size=40, multi_attempt_share=0.0)
+    spans = [c.count(ANSWER_OPEN) for _, c in sft_data.step_examples(search, 1, frozenset())]
+    assert [c.count(ANSWER_OPEN) for _, c in sft_data.step_examples(solver, 1, frozenset())] == [1] * 40
+    assert sum(spans) == 139 and max(spans) == 5  # this step's traces: 3.5 answer spans each
+    assert sft_data.step_examples(search, 1, frozenset()) == sft_data.step_examples(search, 1, frozenset())
 
 
 def test_training_is_deterministic_and_changes_the_weights(tmp_path):
@@ -335,6 +377,7 @@ def test_ship_writes_a_loadable_policy_and_its_facts(tmp_path):
     assert quality["num_tasks"] == TINY.heldout_count and quality["n"] == sft.QUALITY_N
     assert set(quality["by_num_count"]) == {"3", "4"}
     assert quality["measured_with"]["tasks"] == "generated:20:0"
+    assert quality["first_verifying_gap"] == quality["first_verifying_pass@1"] - quality["pass@1"]
     saved = json.loads((run.path / "eval_heldout.json").read_text())
     assert saved["pass@1"] == quality["pass@1"] and saved["config"]["sampling"]["temperature"] == 1.0
     sft.record_quality(quality, dest)
@@ -350,6 +393,44 @@ def test_quality_shortfalls_name_what_misses_the_goal():
         "pass@1 0.215 outside [0.25, 0.45]",
         "3-number tasks are not easier than 4-number tasks",
     ]
+
+
+def test_quality_shortfalls_under_the_search_goal():
+    # Report 003's SFT policy: 3.95 spans per rollout, first-verifying 0.3975 against final 0.3038.
+    theirs = {"answer_spans_per_rollout": 3.95, "first_verifying_gap": 0.3975 - 0.3038, "pass@1": 0.3038,
+              "truncated": 0.0, "by_num_count": {"3": {"pass@1": 0.5}, "4": {"pass@1": 0.1}}}  # fmt: skip
+    assert sft.quality_shortfalls(theirs, sft.SEARCH_QUALITY_GOAL) == []
+    ours = {**theirs, "answer_spans_per_rollout": 1.33, "first_verifying_gap": 0.002, "truncated": 0.098}
+    assert sft.quality_shortfalls(ours, sft.SEARCH_QUALITY_GOAL) == [
+        "answer_spans_per_rollout 1.330 outside [3.0, 5.0]",
+        "first_verifying_gap 0.002 outside [0.05, 0.12]",
+        "truncated 0.098 outside [0.0, 0.02]",
+    ]
+
+
+def test_the_shipped_search_policy_meets_its_goal():
+    recipe = sft.RECIPES["search"]
+    info = json.loads((recipe.dest / sft.SHIPPED_INFO_FILE).read_text())
+    assert sft.config_from_dict(info["config"]) == recipe.config
+    assert info["steps_done"] == recipe.config.steps
+    quality = info["quality"]
+    assert sft.quality_shortfalls(quality, recipe.goal) == []
+    assert (quality["num_tasks"], quality["n"]) == (recipe.config.heldout_count, sft.QUALITY_N)
+    assert quality["measured_with"] == {"policy": "embedded-search", "tasks": "generated:1000:0", "seed": 0,
+                                        "sampling": asdict(sft.SEARCH_QUALITY_SAMPLING)}  # fmt: skip
+    assert (
+        sft.SEARCH_QUALITY_SAMPLING.max_new_tokens == 224 and not sft.SEARCH_QUALITY_SAMPLING.stop_at_answer
+    )
+
+
+def test_recipes_name_the_shipped_policies():
+    assert tuple(sft.RECIPES) == sft_cli.RECIPE_NAMES == ("solver", "search")
+    solver, search = sft.RECIPES["solver"], sft.RECIPES["search"]
+    assert solver.config == sft.SFTConfig() and solver.dest == EMBEDDED_CHECKPOINT_DIR
+    assert (solver.sampling, solver.goal) == (sft.QUALITY_SAMPLING, sft.QUALITY_GOAL)
+    assert search.dest == EMBEDDED_POLICIES["embedded-search"] and search.dest.name == "embedded-search"
+    assert search.config.init_from == "embedded" and search.config.search is not None
+    assert search.config.model == solver.config.model  # continues the embedded weights
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -368,11 +449,13 @@ def test_command_line_options_reach_the_config():
     args = parser.parse_args(["--resume-from", "results/runs/sft-x", "--ship", "--root", "elsewhere"])
     assert args.ship and str(args.resume_from) == "results/runs/sft-x" and str(args.root) == "elsewhere"
     assert build_parser().parse_args(["sft", "--steps", "7"])._module is sft_cli
+    search = parser.parse_args(["--recipe", "search", "--steps", "7"])
+    assert sft_cli.config_from_args(search) == replace(sft.RECIPES["search"].config, steps=7)
 
 
 def test_the_command_trains_in_the_store_and_prints_the_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sft_cli, "config_from_args", lambda args: TINY)
-    args = argparse.Namespace(root=tmp_path, resume_from=None, no_progress=True, ship=False)
+    args = argparse.Namespace(recipe="solver", root=tmp_path, resume_from=None, no_progress=True, ship=False)
     assert sft_cli.cli_main(args) == 0
     store = sft.open_run(TINY, tmp_path)
     assert store.is_done and str(store.path) in capsys.readouterr().out

@@ -157,3 +157,101 @@ def test_wrong_derivation_never_hits_the_target():
     rng = Random(3)
     for _ in range(200):
         assert traces.wrong_derivation((1, 2, 3), 6, rng).value != 6
+
+
+# --- search traces ------------------------------------------------------------------------------------
+
+SEARCH = traces.SearchRecipe(
+    give_up_share=0.3,
+    abandon_share=0.25,
+    max_attempts=5,
+    max_after_correct=2,
+    max_value=999,
+    token_budget=190,
+)
+# A correct attempt (the third) abandoned for a wrong one, and a trace that gives up after five attempts.
+PINNED_ABANDONED = (
+    "<think>6-2=4, 4/1=4, 8/4=2</think><answer>8/((6-2)/1)</answer>"
+    "<think>8-2=6, 6/6=1, 1-1=0</think><answer>((8-2)/6)-1</answer>"
+    "<think>1*8=8, 6/2=3, 8*3=24</think><answer>(1*8)*(6/2)</answer>"
+    "<think>8-2=6, 6/6=1, 1-1=0</think><answer>(6/(8-2))-1</answer>"
+)
+PINNED_GIVE_UP = (
+    "<think>2+6=8, 1+8=9, 9-8=1</think><answer>(1+8)-(2+6)</answer>"
+    "<think>8/2=4, 4-1=3, 6-3=3</think><answer>6-((8/2)-1)</answer>"
+    "<think>2*6=12, 8+12=20, 1*20=20</think><answer>1*(8+(2*6))</answer>"
+    "<think>6*8=48, 1+48=49, 49-2=47</think><answer>(1+(6*8))-2</answer>"
+    "<think>6/1=6, 2+6=8, 8-8=0</think><answer>8-(2+(6/1))</answer>"
+)
+
+
+def _verdicts(trace: str, task: Task) -> list[bool]:
+    return [span.verdict.correct for span in scan_answers(trace, task.nums, task.target).spans]
+
+
+def test_search_traces_are_byte_identical_to_pinned_ones():
+    task = Task((1, 2, 6, 8), 24)
+    assert traces.make_search_trace(task, Random(3), SEARCH) == PINNED_ABANDONED
+    assert _verdicts(PINNED_ABANDONED, task) == [False, False, True, False]
+    assert traces.make_search_trace(task, Random(1), SEARCH) == PINNED_GIVE_UP
+    assert _verdicts(PINNED_GIVE_UP, task) == [False] * 5
+
+
+def test_search_traces_are_true_arithmetic_within_the_budget():
+    rng = Random(5)
+    for task in TASKS:
+        trace = traces.make_search_trace(task, rng, SEARCH)
+        spans = scan_answers(trace, task.nums, task.target).spans
+        assert 1 <= len(spans) <= SEARCH.max_attempts and trace.count(THINK_OPEN) == len(spans)
+        assert all(s.verdict.well_formed for s in spans) and _think_steps_hold(trace)
+        assert sum(s.verdict.correct for s in spans) <= 1  # wrong attempts never hit the target
+        assert traces.trace_tokens(trace) <= SEARCH.token_budget
+
+
+def test_search_trace_shares_over_many_seeds():
+    task = Task((3, 5, 7), 22)
+    solutions = all_solutions(task.nums, task.target)
+    rng = Random(4)
+    verdicts = [_verdicts(traces.make_search_trace(task, rng, SEARCH, solutions), task) for _ in range(2000)]
+    abandoned = sum(any(v) and not v[-1] for v in verdicts)
+    given_up = sum(not any(v) for v in verdicts)
+    assert (abandoned, given_up) == (295, 575)  # these seeds' counts
+    assert 250 <= abandoned <= 310  # binomial(2000, 0.7 * 0.25 * 4/5 = 0.14): mean 280, sd 16
+    assert 555 <= given_up <= 645  # binomial(2000, 0.3): mean 600, sd 20
+    assert sum(map(len, verdicts)) == 7538  # 3.77 answer spans per trace
+
+
+def test_a_tight_budget_drops_the_earliest_wrong_attempts_first():
+    task = Task((1, 2, 6, 8), 24)
+    tight = traces.SearchRecipe(give_up_share=0.3, abandon_share=0.25, token_budget=80)
+    trace = traces.make_search_trace(task, Random(3), tight)  # PINNED_ABANDONED's draws, cut to fit
+    assert trace == PINNED_ABANDONED[PINNED_ABANDONED.index("<think>1*8") :]
+    assert traces.trace_tokens(trace) == 35 + 34 and _verdicts(trace, task) == [True, False]
+    tighter = traces.SearchRecipe(give_up_share=0.3, abandon_share=0.25, token_budget=40)
+    alone = traces.make_search_trace(task, Random(3), tighter)  # then the wrong ones after it
+    assert alone == "<think>1*8=8, 6/2=3, 8*3=24</think><answer>(1*8)*(6/2)</answer>"
+
+
+def test_search_wrong_attempts_are_clean_small_and_wrong():
+    rng = Random(6)
+    for _ in range(200):
+        derivation = traces.search_wrong_derivation((25, 50, 75, 100), 60, rng, max_value=999)
+        assert derivation.value != 60 and traces.is_clean(derivation)
+        assert all(step.value <= 999 for step in derivation.steps)
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("1+2=3", 5),  # one token per character
+        ("<think>1+2=3</think><answer>1+2</answer>", 12),  # one per tag
+        ("", 0),
+    ],
+)
+def test_trace_tokens(text, tokens):
+    assert traces.trace_tokens(text) == tokens
+
+
+def test_a_search_recipe_refuses_shares_outside_zero_one():
+    with pytest.raises(ValueError, match="abandon_share"):
+        traces.SearchRecipe(abandon_share=1.5)

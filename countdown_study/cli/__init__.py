@@ -18,6 +18,7 @@ import sys
 
 COMMANDS = {
     "sft": ("countdown_study.cli.sft", "train the embedded policy on solver-made traces"),
+    "teacher": ("countdown_study.cli.teacher", "train report 004's task proposer (the teacher) and ship it"),
     "train": ("countdown_study.cli.train", "RLOO training from a policy with a sampler"),
     "eval": (
         "countdown_study.cli.eval",

@@ -1,9 +1,11 @@
-"""``countdown-study sft``: train the embedded policy on solver-made traces as a run-store run.
+"""``countdown-study sft``: train a shipped policy on solver-made traces as a run-store run.
 
-The run lands in ``<root>/sft-<hash>/`` (``training.sft``): a finished run is loaded, an unfinished
-one resumes from its checkpoint. ``--resume-from`` continues another run's checkpoint whose schedule
-differs only in length (before both decay starts). ``--ship`` copies the final weights to the
-package's embedded checkpoint, measures them on the held-out tasks and records it in ``sft.json``.
+``--recipe`` picks the policy (``training.sft.RECIPES``): ``solver`` (default) makes ``embedded``,
+``search`` makes ``embedded-search`` (continued from ``embedded`` on search traces). The run lands in
+``<root>/sft-<hash>/`` (``training.sft``): a finished run is loaded, an unfinished one resumes from its
+checkpoint. ``--resume-from`` continues another run's checkpoint whose schedule differs only in length
+(before both decay starts). ``--ship`` copies the final weights to the recipe's package folder,
+measures them on the held-out tasks as the recipe says and records it in ``sft.json``.
 """
 
 from __future__ import annotations
@@ -17,14 +19,23 @@ if TYPE_CHECKING:
     from countdown_study.training.sft import SFTConfig
 
 CONFIG_OPTIONS = ("steps", "seed", "threads", "batch_size", "lr", "multi_attempt_share", "checkpoint_every")
-"""``SFTConfig`` fields the command line sets; an option left out keeps the config's default."""
+"""``SFTConfig`` fields the command line sets; an option left out keeps the recipe's value."""
+RECIPE_NAMES = ("solver", "search")
+"""The keys of ``training.sft.RECIPES`` (listed here so that parsing imports no torch; a test holds them
+equal)."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Options of ``countdown-study sft``; unset options keep ``SFTConfig``'s defaults.
+    """Options of ``countdown-study sft``; unset options keep the recipe's config.
 
-    Parsing imports no torch: the defaults are read from ``SFTConfig`` when the command runs.
+    Parsing imports no torch: the recipe's config is read from ``training.sft`` when the command runs.
     """
+    parser.add_argument(
+        "--recipe",
+        choices=RECIPE_NAMES,
+        default="solver",
+        help="which shipped policy: solver (embedded, the default) or search (embedded-search)",
+    )
     parser.add_argument("--root", type=Path, default=None, help="run store folder (default results/runs)")
     parser.add_argument("--steps", type=int, help="optimizer steps")
     parser.add_argument("--seed", type=int, help="run seed")
@@ -42,22 +53,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "only a schedule of another length, checkpointed before both decay starts",
     )
     parser.add_argument(
-        "--ship", action="store_true", help="save the final model to the package's embedded checkpoint"
+        "--ship", action="store_true", help="save the final model to the recipe's package checkpoint"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def config_from_args(args: argparse.Namespace) -> SFTConfig:
-    """The run's config: ``SFTConfig`` defaults with the command line's options."""
-    from countdown_study.training.sft import SFTConfig
+    """The run's config: the recipe's config with the command line's options."""
+    from countdown_study.training.sft import RECIPES
 
     changes = {name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None}
-    return replace(SFTConfig(), **changes)
+    return replace(RECIPES[args.recipe].config, **changes)
 
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study sft``."""
     from countdown_study.training.sft import (
+        RECIPES,
         measure_quality,
         quality_shortfalls,
         record_quality,
@@ -65,17 +77,18 @@ def cli_main(args: argparse.Namespace) -> int:
         train_sft,
     )
 
-    config = config_from_args(args)
+    recipe, config = RECIPES[args.recipe], config_from_args(args)
     store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=not args.no_progress)
     facts = store.load_results()
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "
           f"final loss {facts['final_loss']:.4f}")  # fmt: skip
     if args.ship:
-        dest = ship(store)
-        quality = measure_quality(config, dest, store.path)
+        dest = ship(store, recipe.dest)
+        quality = measure_quality(config, dest, store.path, sampling=recipe.sampling, policy=recipe.policy)
         record_quality(quality, dest)
-        print(f"shipped to {dest}: pass@1 {quality['pass@1']:.3f}, pass@16 {quality['pass@16']:.3f}, "
-              f"well-formed {quality['well_formed']:.3f}")  # fmt: skip
-        for problem in quality_shortfalls(quality):
+        print(f"shipped {recipe.policy} to {dest}: pass@1 {quality['pass@1']:.3f}, "
+              f"pass@16 {quality['pass@16']:.3f}, well-formed {quality['well_formed']:.3f}")  # fmt: skip
+        print("goal: " + ", ".join(f"{key} {quality[key]:.4f}" for key in recipe.goal))
+        for problem in quality_shortfalls(quality, recipe.goal):
             print(f"quality goal missed: {problem}")
     return 0

@@ -6,6 +6,7 @@ Wall: imports only ``countdown_study.countdown`` and ``countdown_study.paths``.
 
 from countdown_study.policy.model import (
     CHARACTERS,
+    EMBEDDED_POLICIES,
     SPECIAL_TOKENS,
     TinyModelConfig,
     build_model,
@@ -18,6 +19,7 @@ from countdown_study.policy.model import (
 
 __all__ = [
     "CHARACTERS",
+    "EMBEDDED_POLICIES",
     "SPECIAL_TOKENS",
     "TinyModelConfig",
     "build_model",

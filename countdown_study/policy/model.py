@@ -2,8 +2,8 @@
 
 Two roads through the same function:
 
-* ``load_policy("embedded")``: the package's own SFT checkpoint, shipped as package data (made by
-  ``countdown-study sft``).
+* ``load_policy("embedded")`` or ``load_policy("embedded-search")``: the package's own SFT
+  checkpoints, shipped as package data (``EMBEDDED_POLICIES``; made by ``countdown-study sft``).
 * ``load_policy(<Hugging Face id or local folder>)``: any ``save_pretrained`` causal LM, e.g. the
   reports' ``asingh15/qwen-sft-countdown-defaultproj`` with tokenizer ``Qwen/Qwen2.5-0.5B``.
 
@@ -32,6 +32,18 @@ from transformers import (
 
 from countdown_study.countdown.prompts import TAGS
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
+
+EMBEDDED_POLICIES = {
+    "embedded": EMBEDDED_CHECKPOINT_DIR,
+    "embedded-search": EMBEDDED_CHECKPOINT_DIR.parent / "embedded-search",
+}
+"""The shipped policies by name: ``embedded`` (solver traces, one answer span most of the time) and
+``embedded-search`` (search traces: several answer spans, sometimes abandoning a correct one)."""
+SHIP_COMMANDS = {
+    "embedded": "countdown-study sft --ship",
+    "embedded-search": "countdown-study sft --recipe search --ship",
+}
+"""The command that makes each shipped policy."""
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -126,18 +138,19 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
 def policy_source(name_or_path: str | Path) -> Path | str:
-    """Where a policy comes from: the embedded checkpoint's folder, a local folder, or a Hugging Face id.
+    """Where a policy comes from: a shipped checkpoint's folder, a local folder, or a Hugging Face id.
 
     A name that is neither an existing folder nor shaped like a hub id (``owner/name``) is refused here,
     naming it, instead of failing later inside the hub client.
     """
-    if str(name_or_path) == "embedded":
-        if not (EMBEDDED_CHECKPOINT_DIR / "config.json").exists():
+    name = str(name_or_path)
+    if name in EMBEDDED_POLICIES:
+        folder = EMBEDDED_POLICIES[name]
+        if not (folder / "config.json").exists():
             raise FileNotFoundError(
-                f"the embedded checkpoint is missing from {EMBEDDED_CHECKPOINT_DIR}; "
-                "make it with `countdown-study sft --ship`"
+                f"the {name} checkpoint is missing from {folder}; make it with `{SHIP_COMMANDS[name]}`"
             )
-        return EMBEDDED_CHECKPOINT_DIR
+        return folder
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return path
@@ -156,7 +169,8 @@ def load_policy(
     dtype=torch.float32,
     attention: str | None = None,
 ):
-    """Load ``(model, tokenizer)``: ``"embedded"``, a local ``save_pretrained`` folder, or a Hugging Face id.
+    """Load ``(model, tokenizer)``: a shipped name (``EMBEDDED_POLICIES``), a local ``save_pretrained``
+    folder, or a Hugging Face id.
 
     ``tokenizer`` overrides where the tokenizer comes from (the reports' SFT checkpoint uses
     ``Qwen/Qwen2.5-0.5B``'s). ``attention`` is transformers' ``attn_implementation`` of the model's
@@ -191,7 +205,7 @@ def _digest_files(files: tuple[tuple[str, int, int], ...]) -> str:
 def policy_fingerprint(name_or_path: str | Path = "embedded") -> str:
     """What a run records of its starting policy, so that new weights under the same name make new runs.
 
-    ``"embedded"`` and local folders: ``sha256:<16 hex>`` over the weight files and ``config.json``.
+    Shipped names and local folders: ``sha256:<16 hex>`` over the weight files and ``config.json``.
     A Hugging Face id that is not a local folder: the id itself (no hub is reachable to ask its revision).
     """
     source = policy_source(name_or_path)

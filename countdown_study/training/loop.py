@@ -61,6 +61,7 @@ from countdown_study.training.common import (
 )
 from countdown_study.training.group_filters import GroupFilterSpec, fill, keep_groups, mixed_groups
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
+from countdown_study.training.teacher import teacher_router  # noqa: F401  (registers "adsc_teacher")
 from countdown_study.training.vcc import VCCObjective  # noqa: F401  (registers the "vcc" objective)
 
 # ---------------------------------------------------------------------------------------------------

@@ -20,8 +20,15 @@ up to there are the same computation. It does not change the run id (the weights
 this config trains from step 0); the run records it in ``resumed_from.json`` and copies the other run's
 step-log lines before the checkpoint.
 
-``countdown-study sft --ship`` (``cli.sft``) trains the shipped config (``SFTConfig`` defaults) and
-``ship`` copies its weights to ``paths.EMBEDDED_CHECKPOINT_DIR`` with ``sft.json``.
+A run may start from shipped or saved weights instead of a fresh model (``init_from``); the run id
+then covers those weights' fingerprint (``policy_identity``), so new weights under the same name make
+a new run.
+
+Each shipped policy has a ``Recipe``: its config, its name (``policy.EMBEDDED_POLICIES``), how its
+quality is measured and the goal it should meet. ``countdown-study sft --ship`` (``cli.sft``) trains
+the ``solver`` recipe (``SFTConfig`` defaults, the ``embedded`` policy); ``--recipe search`` the
+``embedded-search`` policy, which continues from ``embedded`` on search traces. ``ship`` copies a
+run's weights to the recipe's folder with ``sft.json``.
 """
 
 from __future__ import annotations
@@ -29,8 +36,8 @@ from __future__ import annotations
 import json
 import platform
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
 
@@ -39,11 +46,20 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from countdown_study.countdown import load_tasks
-from countdown_study.evaluation.evaluate import evaluate
+from countdown_study.evaluation.evaluate import EVAL_SAMPLING, evaluate
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, load_policy, prompt_template
+from countdown_study.policy import (
+    EMBEDDED_POLICIES,
+    TinyModelConfig,
+    build_model,
+    build_tokenizer,
+    load_policy,
+    policy_identity,
+    prompt_template,
+)
+from countdown_study.policy.traces import SearchRecipe
 from countdown_study.rollout import SamplingConfig, model_device
-from countdown_study.runs.files import atomic_write_json, atomic_write_text
+from countdown_study.runs.files import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_text, plain
 from countdown_study.runs.provenance import git_state
 from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
 from countdown_study.training.checkpoint import write_checkpoint
@@ -88,9 +104,9 @@ class SFTConfig:
     length_buckets: int = 8
     """Each step runs as this many length-sorted micro-batches (same gradient, less padding)."""
     multi_attempt_share: float = 0.1
-    """Share of traces with wrong attempts before the correct one."""
+    """Share of traces with wrong attempts before the correct one (solver traces; unused with ``search``)."""
     max_wrong_attempts: int = 2
-    """A multi-attempt trace has 1 to this many wrong attempts (uniform)."""
+    """A multi-attempt trace has 1 to this many wrong attempts (uniform; unused with ``search``)."""
     prefer_clean: bool = True
     """Draw the solution among those whose intermediate values are non-negative integers, when any."""
     num_counts: tuple[int, ...] = (3, 4)
@@ -111,6 +127,13 @@ class SFTConfig:
     """Append a line to the step log every this many steps (and at the end)."""
     data_workers: int = 1
     """Processes preparing the next steps' traces while the current one trains (0: in the loop)."""
+    init_from: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    """Starting weights: a shipped policy name (``embedded``) or a ``save_pretrained`` folder of this
+    ``model`` shape; None: a fresh model seeded by ``seed``. Their fingerprint is part of the run id.
+    (Added after the ``embedded`` run, left out of a config's JSON while None, so that run keeps its id.)"""
+    search: SearchRecipe | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    """Train on search traces with these proportions (``policy.traces.make_search_trace``); None: solver
+    traces (``make_trace``, with ``multi_attempt_share``). (Left out of the JSON while None, too.)"""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.multi_attempt_share <= 1.0:
@@ -132,8 +155,8 @@ RUNTIME_FIELDS = ("threads", "checkpoint_every", "log_every", "data_workers")
 
 
 def config_to_dict(config: SFTConfig) -> dict:
-    """A JSON-able view of a config."""
-    return json.loads(json.dumps(asdict(config)))
+    """A JSON-able view of a config (``runs.files.plain``: fields added later left out at their default)."""
+    return plain(config)
 
 
 def config_from_dict(data: dict) -> SFTConfig:
@@ -144,6 +167,8 @@ def config_from_dict(data: dict) -> SFTConfig:
     values = dict(data)
     if "model" in values:
         values["model"] = TinyModelConfig(**values["model"])
+    if values.get("search") is not None:
+        values["search"] = SearchRecipe(**values["search"])
     for name in ("betas", "num_counts"):
         if name in values:
             values[name] = tuple(values[name])
@@ -259,8 +284,10 @@ class _Stopped(Exception):
 
 
 def open_run(config: SFTConfig, root: str | Path | None = None) -> RunStore:
-    """The run-store run of ``config`` under ``root`` (default ``paths.runs_dir()``): ``sft-<hash>``."""
-    return RunStore.open(run_config(config), root=root, prefix="sft")
+    """The run-store run of ``config`` under ``root`` (default ``paths.runs_dir()``): ``sft-<hash>``; the
+    hash covers the starting weights' fingerprint when the run has ``init_from``."""
+    identity = None if config.init_from is None else policy_identity(config.init_from)
+    return RunStore.open(run_config(config), root=root, prefix="sft", identity=identity)
 
 
 def train_sft(
@@ -319,6 +346,8 @@ def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progre
     code_state = git_state()  # the code this attempt runs
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, config.model, seed=config.seed)
+    if config.init_from is not None:
+        model.load_state_dict(load_policy(config.init_from)[0].state_dict())
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay, fused=True
     )
@@ -406,47 +435,73 @@ def ship(run: RunStore | str | Path, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> Pa
 
 
 QUALITY_N = 16
-"""Samples per held-out task when measuring the shipped checkpoint's quality."""
+"""Samples per held-out task when measuring a shipped checkpoint's quality."""
 QUALITY_GOAL = {"pass@1": (0.25, 0.45), "pass@16": (0.65, 1.0), "well_formed": (0.9, 1.0)}
-"""Ranges the shipped checkpoint should fall in (and 3-number tasks clearly easier than 4-number)."""
+"""Ranges the shipped ``embedded`` checkpoint should fall in (and 3-number tasks clearly easier than
+4-number)."""
 QUALITY_SAMPLING = SamplingConfig(
     engine="native", temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=96, stop_at_answer=False
 )
-"""How quality is measured: temperature 1.0, no top-p / top-k, 96 new tokens, fp32 weights."""
+"""How the ``embedded`` quality is measured: temperature 1.0, no top-p / top-k, 96 new tokens, fp32."""
+SEARCH_QUALITY_GOAL = {
+    "answer_spans_per_rollout": (3.0, 5.0),
+    "first_verifying_gap": (0.05, 0.12),
+    "pass@1": (0.20, 0.40),
+    "truncated": (0.0, 0.02),
+}
+"""Ranges the shipped ``embedded-search`` checkpoint should fall in: around report 003's SFT policy
+(3.95 answer spans per rollout, first-verifying pass@1 0.3975 against final 0.3038, a gap of 0.094),
+with whole rollouts rarely cut by the token cap (and 3-number tasks easier than 4-number)."""
+SEARCH_QUALITY_SAMPLING = replace(EVAL_SAMPLING, max_new_tokens=224)
+"""How the ``embedded-search`` quality is measured: the reports' evaluation sampling (temperature 0.6,
+top-p 0.95, top-k 20, whole rollouts) at the study's evaluation budget (``eval_max_new_tokens``)."""
 
 
-def measure_quality(config: SFTConfig, policy_dir: Path, out_dir: Path | None = None, seed: int = 0) -> dict:
+def measure_quality(
+    config: SFTConfig,
+    policy_dir: Path,
+    out_dir: Path | None = None,
+    seed: int = 0,
+    sampling: SamplingConfig = QUALITY_SAMPLING,
+    policy: str = "embedded",
+    limit: int | None = None,
+) -> dict:
     """Evaluate a policy on the run's held-out tasks (``QUALITY_N`` samples each) and return its quality.
 
-    The full summary is written to ``out_dir/eval_heldout.json`` when ``out_dir`` is given.
+    ``policy`` names it in ``measured_with``; ``limit`` keeps the first tasks only (a quick look). The
+    full summary is written to ``out_dir/eval_heldout.json`` when ``out_dir`` is given.
     """
     model, tokenizer = load_policy(policy_dir)
     source = f"generated:{config.heldout_count}:{config.heldout_seed}"
-    sampling = QUALITY_SAMPLING
+    tasks = load_tasks(source)[:limit]
     result = evaluate(
-        model, tokenizer, load_tasks(source), n=QUALITY_N, sampling=sampling, seed=seed,
-        template=prompt_template(model),
-    )  # fmt: skip
+        model, tokenizer, tasks, n=QUALITY_N, sampling=sampling, seed=seed, template=prompt_template(model)
+    )
     summary = result.summary
     measured_with = {"policy": str(policy_dir), "tasks": source, "seed": seed, "sampling": asdict(sampling)}
+    if limit is not None:
+        measured_with["limit"] = limit
     if out_dir is not None:
         atomic_write_json(Path(out_dir) / "eval_heldout.json", {**summary, "config": measured_with})
     keep = ("pass@1", "pass@2", "pass@4", "pass@8", "pass@16", "avg_pass@k", "mean_score", "exact_rate",
-            "well_formed", "answer_spans_per_rollout", "abandoned_rate", "num_tasks", "n")  # fmt: skip
+            "well_formed", "answer_spans_per_rollout", "abandoned_rate", "first_verifying_pass@1",
+            "truncated", "num_tasks", "n")  # fmt: skip
     quality = {key: summary[key] for key in keep if key in summary}
+    if "first_verifying_pass@1" in quality:
+        quality["first_verifying_gap"] = quality["first_verifying_pass@1"] - quality["pass@1"]
     quality["by_num_count"] = {
         str(count): {key: group[key] for key in ("num_tasks", "pass@1", "pass@16", "well_formed")}
         for count, group in summary["by_num_count"].items()
     }
-    quality["measured_with"] = {**measured_with, "policy": "embedded"}
+    quality["measured_with"] = {**measured_with, "policy": policy}
     return quality
 
 
-def quality_shortfalls(quality: dict) -> list[str]:
-    """Which parts of ``QUALITY_GOAL`` a measured quality misses (empty: it meets the goal)."""
+def quality_shortfalls(quality: dict, goal: Mapping[str, tuple[float, float]] = QUALITY_GOAL) -> list[str]:
+    """Which parts of ``goal`` a measured quality misses (empty: it meets the goal)."""
     missed = [
         f"{key} {quality[key]:.3f} outside [{low}, {high}]"
-        for key, (low, high) in QUALITY_GOAL.items()
+        for key, (low, high) in goal.items()
         if not low <= quality[key] <= high
     ]
     by_count = quality.get("by_num_count", {})
@@ -461,3 +516,55 @@ def record_quality(quality: dict, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> None:
     info = json.loads(info_file.read_text())
     info["quality"] = quality
     atomic_write_text(info_file, json.dumps(info, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Recipes: the shipped policies
+# ---------------------------------------------------------------------------------------------------
+
+SEARCH_CONFIG = SFTConfig(
+    steps=300,
+    batch_size=32,
+    lr=5e-4,
+    warmup_steps=20,
+    decay_fraction=0.3,
+    threads=1,
+    checkpoint_every=50,
+    log_every=10,
+    init_from="embedded",
+    search=SearchRecipe(give_up_share=0.2, abandon_share=0.2),
+)
+"""The ``embedded-search`` run: the shipped ``embedded`` weights continued for 300 steps of 32 search
+traces (9,600 traces, about 15 minutes on one thread) at a third of the solver recipe's peak rate.
+Pilots of 120 steps on 200 held-out tasks: give-up 0.3 / abandon 0.25 gave 3.51 spans, gap 0.062,
+final pass@1 0.251; give-up 0.2 / abandon 0.35 gave 3.70, 0.101, 0.236. The whole run learns to abandon
+more than its pilot: abandon 0.3 gave 3.70 spans, gap 0.129 (over the goal), final pass@1 0.229 on the
+1,000 held-out tasks; abandon 0.2 (shipped) gives 3.53 spans, gap 0.085, final pass@1 0.269, 0.26% of
+rollouts cut (``sft.json``)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A shipped policy: the SFT config that trains it, its name, how its quality is measured and judged."""
+
+    policy: str
+    """Its name for ``load_policy`` (a key of ``policy.EMBEDDED_POLICIES``: the folder it ships to)."""
+    config: SFTConfig
+    """The run that makes it."""
+    sampling: SamplingConfig
+    """How its quality is measured (``measure_quality``)."""
+    goal: Mapping[str, tuple[float, float]]
+    """Ranges its measured quality should fall in (``quality_shortfalls``)."""
+
+    @property
+    def dest(self) -> Path:
+        """The package folder it ships to."""
+        return EMBEDDED_POLICIES[self.policy]
+
+
+RECIPES = {
+    "solver": Recipe("embedded", SFTConfig(), QUALITY_SAMPLING, QUALITY_GOAL),
+    "search": Recipe("embedded-search", SEARCH_CONFIG, SEARCH_QUALITY_SAMPLING, SEARCH_QUALITY_GOAL),
+}
+"""The shipped policies by recipe name (``countdown-study sft --recipe``): ``solver`` makes ``embedded``,
+``search`` makes ``embedded-search``."""

@@ -2,7 +2,8 @@
 
 Every step trains on fresh solvable tasks (``generate_tasks`` with a seed derived from (run seed,
 step)), never on the held-out evaluation set (by ``Task.key``), with traces from
-``policy.traces.make_trace``. Seeds: ``derive_rng(seed, step, SFTStream.TASKS, draw)`` for the tasks
+``policy.traces`` (``trace_for``: solver traces, or search traces when the config has a
+``search`` recipe). Seeds: ``derive_rng(seed, step, SFTStream.TASKS, draw)`` for the tasks
 (draw 0 is the step's batch; later draws, rare, replace held-out or unsolvable tasks) and
 ``derive_rng(seed, step, SFTStream.TRACES, 0)`` for the traces. A step's examples are a pure function
 of (config, step), so loader workers may prepare steps ahead without changing what is trained on.
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from countdown_study.countdown import all_solutions, format_prompt, generate_tasks
-from countdown_study.policy.traces import make_trace
+from countdown_study.countdown import Derivation, Task, all_solutions, format_prompt, generate_tasks
+from countdown_study.policy.traces import make_search_trace, make_trace
 from countdown_study.seeding import SFTStream, derive_rng
 
 if TYPE_CHECKING:
@@ -45,6 +46,15 @@ def step_tasks_seed(config: SFTConfig, step: int, draw: int = 0) -> int:
     return _seed(config, step, SFTStream.TASKS, draw)
 
 
+def trace_for(config: SFTConfig, task: Task, rng: Random, solutions: Sequence[Derivation]) -> str:
+    """The completion of one training task: a search trace under a ``search`` recipe, else a solver one."""
+    if config.search is not None:
+        return make_search_trace(task, rng, config.search, solutions, config.prefer_clean)
+    return make_trace(
+        task, rng, config.multi_attempt_share, config.max_wrong_attempts, solutions, config.prefer_clean
+    )
+
+
 def step_examples(config: SFTConfig, step: int, exclude: frozenset) -> list[tuple[str, str]]:
     """The (prompt, completion) pairs of one step: fresh solvable tasks not in ``exclude``, with traces."""
     rng = Random(_seed(config, step, SFTStream.TRACES, 0))
@@ -55,10 +65,7 @@ def step_examples(config: SFTConfig, step: int, exclude: frozenset) -> list[tupl
         for task in generate_tasks(need, step_tasks_seed(config, step, draw), num_counts=config.num_counts):
             solutions = [] if task.key in exclude else all_solutions(task.nums, task.target)
             if solutions and len(examples) < config.batch_size:
-                trace = make_trace(
-                    task, rng, config.multi_attempt_share, config.max_wrong_attempts, solutions,
-                    config.prefer_clean,
-                )  # fmt: skip
+                trace = trace_for(config, task, rng, solutions)
                 examples.append((format_prompt(task.nums, task.target, "compact"), trace))
         draw += 1
     return examples

@@ -1,0 +1,58 @@
+"""``countdown-study teacher``: train the package's task proposer (report 004's teacher) as a run-store run.
+
+The run lands in ``<root>/teacher-<hash>/`` (``training.teacher_train``; a finished run is loaded).
+``--ship`` copies its weights to the package's ``checkpoints/teacher`` and measures them: at least
+500 proposals per tier through the rule-based generator's checks, compared with that generator, all
+recorded in ``teacher.json``. ``countdown-study teacher --ship`` regenerates the shipped teacher.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+CONFIG_OPTIONS = ("steps", "seed", "threads", "batch_size", "lr")
+"""``ProposerConfig`` fields the command line sets; an option left out keeps the config's default."""
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Options of ``countdown-study teacher``; parsing imports no torch."""
+    parser.add_argument("--root", type=Path, default=None, help="run store folder (default results/runs)")
+    parser.add_argument("--steps", type=int, help="optimizer steps")
+    parser.add_argument("--seed", type=int, help="run seed")
+    parser.add_argument("--threads", type=int, help="torch threads (default 1)")
+    parser.add_argument("--batch-size", type=int, help="examples per step")
+    parser.add_argument("--lr", type=float, help="peak learning rate")
+    parser.add_argument("--proposals", type=int, default=512, help="proposals per tier when measuring")
+    parser.add_argument(
+        "--ship", action="store_true", help="copy the proposer to the package's checkpoints/teacher, measured"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="print no step lines")
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    """Run ``countdown-study teacher``."""
+    from countdown_study.training.teacher_train import (
+        ProposerConfig,
+        measure_teacher,
+        record_measurement,
+        ship,
+        train_proposer,
+    )
+
+    changes = {name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None}
+    config = replace(ProposerConfig(), **changes)
+    store = train_proposer(config, root=args.root, progress=not args.no_progress)
+    facts = store.load_results()
+    print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "
+          f"final loss {facts['final_loss']:.4f}")  # fmt: skip
+    if args.ship:
+        dest = ship(store)
+        measured = measure_teacher("teacher", config, proposals=args.proposals)
+        record_measurement(measured, dest)
+        rates = ", ".join(f"{tier} {rate:.3f}" for tier, rate in measured["acceptance"].items())
+        print(f"shipped to {dest}: acceptance {rates}")
+        if measured["acceptance"]["overall"] < measured["goal"]:
+            print(f"acceptance goal missed: {measured['acceptance']['overall']:.3f} < {measured['goal']}")
+    return 0
