@@ -117,9 +117,11 @@ _ROWS = {
         ("rule-based generator", "numbers for the tier, a random tree, exact value, checks",
          "the same, targets 10-300; accepted 2.5-9.5% of candidates (most fail as non-integer or out of "
          "range)", "the report gives no ranges or rates", "countdown.synthetic.RuleBasedConfig"),
-        ("teacher", "Qwen3-8B prompted with the tier spec", "not run yet: a package-trained task proposer "
-         "is the planned teacher (no model hub here)", "an 8B model cannot run on 2 CPU cores",
-         "study.REPORT_004"),
+        ("teacher", "Qwen3-8B prompted with the tier spec", "the package's own proposer (the embedded "
+         "policy's weights trained on tier prompt -> pool task with its solution's merges), sampled at "
+         "temperature 0.7; acceptance per tier in checkpoints/teacher/teacher.json",
+         "no model hub here, and an 8B model cannot run on 2 CPU cores; their 0.5B teacher was useless",
+         "training.teacher_train.ProposerConfig, training.teacher.TeacherConfig"),
         ("OOD set", "50 held-out 5-number prompts", "200 generated 5-number tasks (ood:200:0), never trained "
          "on", "50 prompts give intervals of about +-0.1", "study.OOD_SET"),
     ),
