@@ -22,6 +22,11 @@ CASES = [
     (["train", "--sampler", "nope"], "unknown sampler 'nope'"),
     (["train", "--steps", "x"], "argument --steps: invalid int value: 'x'"),
     (["train", "--policy", "/no/such/folder"], "policy '/no/such/folder' is neither an existing folder"),
+    (["train", "--threads", "0"], "threads must be at least 1, got 0"),
+    (
+        ["eval", "--tasks", "generated:5:0", "--tokenizer", "/no/tok"],
+        "tokenizer '/no/tok' is neither an existing folder nor a Hugging Face id",
+    ),
     (
         ["eval", "--tasks", "generated:5:0", "--temperature", "1e-300"],
         "temperature must lie in [0.01, 100.0]",
@@ -33,6 +38,10 @@ CASES = [
     (["eval", "--tasks", "/no/such/tasks.csv"], "/no/such/tasks.csv"),
     (["run", "-p", "preset", "[1, 2]"], "-p preset: set it with --preset"),
     (["run", "-p", "policy", "[1, 2]"], "-p policy: a parameter must be a number, a string or a boolean"),
+    (
+        ["run", "-p", "foo", "[1"],
+        "-p foo: not valid YAML: '[1' (expected ',' or ']', but got '<stream end>')",
+    ),
     (["nope"], "invalid choice: 'nope'"),
 ]
 
@@ -48,6 +57,92 @@ def test_mistakes_are_one_line_and_exit_2(argv, expected, capsys, tmp_path):
     assert len(err.splitlines()) == 1, err
     assert err.startswith("countdown-study") and "error:" in err and expected in err, err
     assert not list(tmp_path.iterdir())  # refused before any run folder was made
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+EVAL_CASES = [
+    # (options, the one line's message)
+    (["--tasks", "generated:5:0", "--n", "0"], "--n must be at least 1, got 0"),
+    (["--tasks", "generated:5:0", "--batch-size", "0"], "--batch-size must be at least 1, got 0"),
+    (["--tasks", "generated:0:0"], "--tasks 'generated:0:0' holds no tasks"),
+]
+
+
+@pytest.mark.parametrize(("options", "expected"), EVAL_CASES, ids=[c[1] for c in EVAL_CASES])
+def test_eval_refuses_counts_and_an_empty_task_set_before_loading_the_policy(
+    options, expected, capsys, monkeypatch
+):
+    import countdown_study.policy
+
+    monkeypatch.setattr(countdown_study.policy, "load_policy", lambda *a, **k: pytest.fail("policy loaded"))
+    assert main(["eval", *options]) == 2
+    assert _one_line_error(capsys) == f"countdown-study eval: error: {expected}"
+
+
+def _library_errors():
+    import datasets
+    import yaml
+
+    from countdown_study.runs.store import RunBusyError, RunCorruptError
+
+    corrupt = "run rloo-abc is corrupt: /runs/rloo-abc/results.json: changed since the run finished"
+    try:
+        yaml.safe_load("[1")
+    except yaml.YAMLError as err:
+        not_yaml = err
+    return [
+        (RunCorruptError(corrupt), corrupt),
+        (
+            RunBusyError("run rloo-abc is being run by another process"),
+            "run rloo-abc is being run by another",
+        ),
+        (not_yaml, 'while parsing a flow sequence in "<unicode string>", line 1, column 1: [1 ^ expected'),
+        (
+            datasets.exceptions.DatasetGenerationError("An error occurred\n  while generating the dataset"),
+            "An error occurred while generating the dataset",
+        ),
+    ]
+
+
+def _raises(error: BaseException):
+    def fail(*args, **kwargs):
+        raise error
+
+    return fail
+
+
+def test_library_errors_are_one_line_and_exit_2(capsys, monkeypatch, tmp_path):
+    from countdown_study.training import loop
+
+    for error, expected in _library_errors():
+        monkeypatch.setattr(loop, "train", _raises(error))
+        assert main(["train", "--root", str(tmp_path)]) == 2, type(error).__name__
+        line = _one_line_error(capsys)
+        assert line.startswith("countdown-study train: error: ") and expected in line, line
+
+
+def test_other_errors_keep_their_traceback(monkeypatch, tmp_path):
+    from countdown_study.training import loop
+
+    monkeypatch.setattr(loop, "train", _raises(RuntimeError("CUDA error: device-side assert triggered")))
+    with pytest.raises(RuntimeError, match="device-side assert"):
+        main(["train", "--root", str(tmp_path)])
+
+
+def test_an_unreadable_file_in_a_task_folder_is_named_in_one_line(capsys, tmp_path):
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text('{"target": 6, "nums": [1, 2, 3]}\n')
+    (folder / "b.jsonl").write_bytes(b'{"target": 6, "nums": [1, 2, 3]}\n\xff\xfe\n')
+    assert main(["eval", "--tasks", str(folder)]) == 2
+    assert _one_line_error(capsys).startswith(
+        f"countdown-study eval: error: {folder / 'b.jsonl'}: cannot read as .jsonl: 'utf-8' codec can't decode"
+    )
 
 
 def test_debug_shows_the_traceback():

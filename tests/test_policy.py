@@ -106,3 +106,16 @@ def test_a_missing_shipped_policy_names_the_command_that_makes_it(tmp_path, monk
     monkeypatch.setitem(policy_model.EMBEDDED_POLICIES, "embedded-search", tmp_path / "embedded-search")
     with pytest.raises(FileNotFoundError, match="countdown-study sft --recipe search --ship"):
         load_policy("embedded-search")
+
+
+def test_a_tokenizer_source_is_checked_as_the_policy_is_before_the_model_loads(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        policy_model.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: pytest.fail("model loaded")
+    )
+    with pytest.raises(
+        FileNotFoundError, match="tokenizer '/no/tok' is neither an existing folder nor a Hugging Face id"
+    ):
+        load_policy("embedded", tokenizer="/no/tok")
+    (tmp_path / "tokenizer.json").write_text("{}")
+    with pytest.raises(NotADirectoryError, match="tokenizer '.*tokenizer.json' is a file"):
+        load_policy("embedded", tokenizer=str(tmp_path / "tokenizer.json"))

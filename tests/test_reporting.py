@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib.colors
 import numpy as np
 import pandas as pd
 import pytest
@@ -232,3 +233,49 @@ def test_model_labels_never_name_a_folder(tmp_path):
     assert study.model_label(str(tmp_path / "my-policy")) == str(tmp_path / "my-policy")  # not a folder (yet)
     (tmp_path / "my-policy").mkdir()
     assert study.model_label(str(tmp_path / "my-policy")) == "my-policy"
+
+
+def test_a_method_keeps_its_colour_across_figures_in_the_study_order(curves):
+    study_order = ["SFT", "A", "B"]  # SFT has pass@k but no training curve
+    with_sft = pd.concat([curves.assign(method="SFT").iloc[:3], curves], ignore_index=True)
+    steps = _steps().replace({"Sliding window": "A", "Staged thirds": "B"})
+    pass_at_k = plots.pass_at_k_figure(with_sft, methods=study_order)
+    training = plots.training_curves(steps, metrics=("reward_mean",), methods=study_order)
+    bars = plots.grouped_bars(
+        pd.DataFrame({"method": ["B", "A"], "num_count": [3, 3], "pass@1": [0.5, 0.2]}), "num_count",
+        methods=study_order,
+    )  # fmt: skip
+    line_colours = {line.get_label(): line.get_color() for line in pass_at_k.axes[0].get_lines()}
+    training_colours = {t.get_text(): h.get_color() for t, h in zip(
+        training.legends[0].get_texts(), training.legends[0].legend_handles, strict=True)}  # fmt: skip
+    assert set(line_colours) == {"SFT", "A", "B"} and len(set(line_colours.values())) == 3
+    assert training_colours == {m: line_colours[m] for m in ("A", "B")}
+    bar_colours = {p.get_label(): p.patches[0].get_facecolor() for p in bars.axes[0].containers}
+    assert bar_colours == {m: matplotlib.colors.to_rgba(line_colours[m]) for m in ("A", "B")}
+    bands = [tuple(c.get_facecolor()[0][:3]) for c in pass_at_k.axes[0].collections]
+    assert bands == [matplotlib.colors.to_rgb(c) for c in line_colours.values()]  # band in its line's colour
+
+
+def test_axes_and_titles_are_labelled_for_a_reader():
+    table = pd.DataFrame(
+        {
+            "method": ["A"] * 3,
+            "tier": ["T2", "T0", "T1"],
+            "num_count": [10, 3, 4],
+            "mean_score": [0.1, 0.2, 0.3],
+        }
+    )
+    bars = plots.grouped_bars(table, "num_count", metric="mean_score")
+    ax = bars.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("numbers in the task", "mean score")
+    assert ax.get_title() == "mean score by numbers in the task"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["3", "4", "10"]  # by value, not as text
+    by_tier = plots.grouped_bars(table, "tier", metric="mean_score").axes[0]
+    assert [t.get_text() for t in by_tier.get_xticklabels()] == ["T0", "T1", "T2"]
+    assert by_tier.get_xlabel() == "difficulty tier"
+    dv = pd.DataFrame({"solution_count": [1, 5, 9, 2], "num_count": [3, 3, 4, 4]})
+    grid = plots.histogram_grid(dv, ["solution_count"], hue="num_count", bins=3, title="Difficulty Vector")
+    assert grid.get_suptitle() == "Difficulty Vector"
+    assert grid.axes[0].get_title() == "distinct solutions (capped at 128)"
+    assert grid.legends[0].get_title().get_text() == "numbers in the task"
+    assert plots.histogram_grid(dv, ["solution_count"]).get_suptitle() == ""  # no title unless given

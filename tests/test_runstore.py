@@ -372,3 +372,82 @@ def test_a_field_added_later_keeps_old_run_ids_at_its_default():
 
     assert canonical_json(After()) == canonical_json(Before()) == '{"seed":0}'
     assert canonical_json(After(extra=(("ood", "ood:3:0"),))) == '{"extra":[["ood","ood:3:0"]],"seed":0}'
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finished runs: the step log, leftovers, markers from before checksums
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_finish_refuses_a_gapped_step_log(tmp_path):
+    store = RunStore.open(ToyConfig(), root=tmp_path)
+    store.start()
+    for step in (0, 2):
+        store.log_step({"step": step})
+    with pytest.raises(
+        runstore.RunCorruptError, match=rf"run {store.run_id}: steps.jsonl does not hold steps 0..2"
+    ):
+        store.finish({"steps": 3}, steps=3)
+    assert not store.is_done and not (store.path / "results.json").exists()
+
+
+def test_resuming_a_run_removes_the_temporary_files_a_kill_left(tmp_path):
+    store = RunStore.open(ToyConfig(), root=tmp_path)
+
+    def killed(s):
+        (s.checkpoint_dir / "last.pt").write_text("weights")
+        (s.path / "tables").mkdir()
+        for left in (s.path / ".results.json.k1.tmp", s.path / "tables" / ".eval.parquet.k2.tmp"):
+            left.write_text("half")  # what a kill inside atomic_path leaves
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        store.complete(killed, resume_checkpoint="last.pt")
+    seen = []
+    store.complete(lambda s: seen.extend(s.path.rglob(".*.tmp")) or {}, resume_checkpoint="last.pt")
+    assert seen == [] and not list(store.path.rglob(".*.tmp")) and store.verify() == []
+
+
+def _plain_run(root, steps: list[int], results: str = '{"steps": 3}') -> RunStore:
+    """A run finished the way runs finished before ``DONE`` recorded checksums: a bare time stamp."""
+    store = RunStore.open(ToyConfig(), root=root)
+    store.start()
+    for step in steps:
+        store.log_step({"step": step})
+    (store.path / "results.json").write_text(results)
+    (store.path / runstore.DONE).write_text("2026-11-22T11:22:37+00:00\n")
+    return store
+
+
+def test_a_plain_marker_run_is_checked_for_its_step_log_and_results(tmp_path):
+    assert _plain_run(tmp_path / "ok", [0, 1, 2]).verify() == []
+    gapped = _plain_run(tmp_path / "gap", [0, 2])
+    assert gapped.verify() == [f"{gapped.path / 'steps.jsonl'}: does not hold steps 0..2 once each (2 lines)"]
+    with pytest.raises(runstore.RunCorruptError, match=rf"run {gapped.run_id} is corrupt: .*steps.jsonl"):
+        gapped.load_results()
+    garbled = _plain_run(tmp_path / "garbled", [0, 1, 2], results='{"steps": 3, "eval": {')
+    (problem,) = garbled.verify()
+    assert problem.startswith(f"{garbled.path / 'results.json'}: not valid JSON")
+    no_log = _plain_run(tmp_path / "no_log", [])
+    assert no_log.verify() == [f"{no_log.path / 'steps.jsonl'}: missing (the run finished 3 steps)"]
+    unknown = _plain_run(tmp_path / "eval_only", [], results='{"eval": {"pass@1": 0.5}}')
+    assert unknown.verify() == []  # no step count to hold the log to (an evaluation run)
+
+
+@pytest.mark.parametrize("marker", ["", '{"finished": "2026-11-22T1', "2026-11-2", "\ufffd\ufffd", "[]"])
+def test_a_torn_or_garbled_marker_is_reported(tmp_path, marker):
+    store = _plain_run(tmp_path, [0, 1, 2])
+    (store.path / runstore.DONE).write_text(marker)
+    (problem,) = store.verify()
+    assert problem.startswith(f"{store.path / runstore.DONE}: torn or garbled marker")
+
+
+def test_runs_verify_reports_plain_marker_runs(tmp_path, capsys):
+    from countdown_study.cli import main
+
+    _plain_run(tmp_path, [0, 1, 2])
+    assert main(["runs", "verify", "--root", str(tmp_path)]) == 0
+    gapped = _plain_run(tmp_path / "other", [1, 2])
+    assert main(["runs", "verify", "--root", str(tmp_path / "other")]) == 1
+    out = capsys.readouterr().out
+    assert f"{gapped.path / 'steps.jsonl'}: does not hold steps 0..2" in out and "1 problems" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import asdict, replace
 
 import numpy as np
@@ -283,6 +284,49 @@ def test_a_run_killed_after_its_checkpoint_resumes_to_the_same_weights(tmp_path,
     assert resumed.load_results()["final_loss"] == whole.load_results()["final_loss"]
 
 
+@pytest.mark.parametrize("damage", ["torn", "not a checkpoint", "no step"])
+def test_an_unreadable_checkpoint_is_reported_removed_and_the_run_starts_over(tmp_path, damage):
+    whole = sft.train_sft(TINY, tmp_path / "whole", progress=False)
+    part = sft.train_sft(TINY, tmp_path / "bad", stop_after=3, progress=False)
+    checkpoint = sft.checkpoint_path(part)
+    if damage == "torn":
+        checkpoint.write_bytes(checkpoint.read_bytes()[:1000])
+    elif damage == "not a checkpoint":
+        checkpoint.write_bytes(b"\x00garbage")
+    else:
+        write_checkpoint(checkpoint, {"model": {}})
+    with pytest.warns(
+        UserWarning, match=rf"checkpoint {re.escape(str(checkpoint))} cannot be read .*starts over"
+    ):
+        resumed = sft.train_sft(TINY, tmp_path / "bad", progress=False)
+    assert resumed.path == part.path and resumed.is_done and resumed.verify() == []
+    assert _logged_steps(resumed) == list(range(TINY.steps))  # from step 0 again, each step once
+    assert _states_equal(_weights(whole), _weights(resumed))
+    assert resumed.load_results()["final_loss"] == whole.load_results()["final_loss"]
+
+
+BAD_CONFIGS = [
+    # (field and value, the message)
+    ({"lr": float("nan")}, "lr must be a finite number > 0, got nan"),
+    ({"lr": float("inf")}, "lr must be a finite number > 0, got inf"),
+    ({"lr": 0.0}, "lr must be a finite number > 0, got 0.0"),
+    ({"lr": -1e-3}, "lr must be a finite number > 0, got -0.001"),
+    ({"seed": -1}, "seed must be a non-negative integer, got -1"),
+    ({"threads": 0}, "threads must be at least 1, got 0"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_CONFIGS, ids=[c[1] for c in BAD_CONFIGS])
+def test_sft_and_proposer_configs_refuse_bad_settings(change, message):
+    from countdown_study.training.teacher_train import ProposerConfig
+
+    for config in (sft.SFTConfig(), ProposerConfig()):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            replace(config, **change)
+    with pytest.raises(ValueError, match="log_every must be at least 1, got 0"):
+        replace(TINY, log_every=0)
+
+
 def test_truncate_steps_keeps_the_steps_before_and_rewrites_atomically(tmp_path):
     store = sft.open_run(TINY, tmp_path)
     store.truncate_steps(3)  # no log yet: an empty one
@@ -378,8 +422,10 @@ def test_ship_writes_a_loadable_policy_and_its_facts(tmp_path):
     assert set(quality["by_num_count"]) == {"3", "4"}
     assert quality["measured_with"]["tasks"] == "generated:20:0"
     assert quality["first_verifying_gap"] == quality["first_verifying_pass@1"] - quality["pass@1"]
-    saved = json.loads((run.path / "eval_heldout.json").read_text())
+    saved_text = (run.path / "eval_heldout.json").read_text()
+    saved = json.loads(saved_text)
     assert saved["pass@1"] == quality["pass@1"] and saved["config"]["sampling"]["temperature"] == 1.0
+    assert saved["config"]["policy"] == "embedded" and str(tmp_path) not in saved_text  # no folder named
     sft.record_quality(quality, dest)
     assert json.loads((dest / sft.SHIPPED_INFO_FILE).read_text())["quality"] == quality
 

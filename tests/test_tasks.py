@@ -176,7 +176,7 @@ def test_load_files_written_by_datasets(tmp_path):
         assert load_tasks(tmp_path / name) == EXPECTED, name
 
 
-def test_load_dataset_folder_through_load_dataset(tmp_path):
+def test_load_dataset_folder_in_the_hub_layout(tmp_path):
     folder = tmp_path / "countdown_tasks" / "data"
     folder.mkdir(parents=True)
     datasets.Dataset.from_dict(ROWS).to_parquet(str(folder / "train-00000-of-00001.parquet"))
@@ -272,6 +272,54 @@ def test_byte_order_mark_and_unreadable_files_are_named(tmp_path):
     torn.write_bytes(b"PAR1" + bytes(64) + b"PAR1")  # magic bytes, garbage footer
     with pytest.raises(ValueError, match=re.escape(str(torn))):
         load_tasks(torn)
+
+
+def test_a_folder_of_csv_files_gives_the_tasks_of_its_files_one_by_one(tmp_path):
+    folder = tmp_path / "csv_tasks"
+    folder.mkdir()
+    (folder / "a.csv").write_text('target,nums\n24,"[1, 2, 6, 8]"\n10,"[2, 5, 1]"\n')
+    datasets.Dataset.from_dict({"target": [98], "nums": [[44, 19, 35]]}).to_csv(
+        str(folder / "b.csv")
+    )  # '[44 19 35]'
+    (folder / "README.md").write_text("not data\n")
+    one_by_one = load_tasks(folder / "a.csv") + load_tasks(folder / "b.csv")
+    assert one_by_one == EXPECTED
+    assert load_tasks(folder) == one_by_one
+    assert load_tasks(folder, limit=2) == EXPECTED[:2] and load_tasks(folder, limit=3) == EXPECTED
+    (folder / "c.csv").write_text('target,nums\n6,"[1, 2, 3]"\n3.5,"[1, 2, 3]"\n')
+    with pytest.raises(TaskRowError, match=rf"{re.escape(str(folder))}: row 4, field 'target': 3.5"):
+        load_tasks(folder)  # rows count on across the files
+
+
+def test_a_folder_reads_the_files_of_the_split_asked_for(tmp_path):
+    folder = tmp_path / "splits"
+    folder.mkdir()
+    (folder / "train.csv").write_text('target,nums\n24,"[1, 2, 6, 8]"\n')
+    (folder / "test.csv").write_text('target,nums\n10,"[2, 5, 1]"\n')
+    assert load_tasks(folder) == EXPECTED[:1] and load_tasks(folder, split="test") == EXPECTED[1:2]
+    with pytest.raises(ValueError, match=rf"{re.escape(str(folder))}: no 'validation' split"):
+        load_tasks(folder, split="validation")
+
+
+def test_an_unreadable_file_in_a_folder_is_named(tmp_path):
+    folder = tmp_path / "lines"
+    folder.mkdir()
+    _write_jsonl(folder / "a.jsonl", [{"target": 6, "nums": [1, 2, 3]}])
+    (folder / "b.jsonl").write_bytes(b'{"target": 6, "nums": [1, 2, 3]}\n\xff\xfe\n')  # not UTF-8
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(folder / 'b.jsonl'))}: cannot read as .jsonl"):
+        load_tasks(folder)
+
+
+def test_a_data_set_that_does_not_load_is_named_in_one_error(monkeypatch):
+    def generation_fails(*args, **kwargs):
+        try:
+            raise OSError("JSON parse error: Invalid value. in row 1")
+        except OSError as cause:
+            raise datasets.exceptions.DatasetGenerationError("An error occurred while generating") from cause
+
+    monkeypatch.setattr(datasets, "load_dataset", generation_fails)
+    with pytest.raises(ValueError, match=r"^owner/tasks: cannot load the data set: An error .*row 1\)$"):
+        load_tasks("owner/tasks")
 
 
 def test_folder_of_several_formats_is_refused(tmp_path):

@@ -112,6 +112,22 @@ def test_bad_config_names_the_problem(tiny_policy, tmp_path):
         preset("gpu")
     with pytest.raises(ValueError, match="unknown sampler 'nope'"):
         train(tiny_config(tiny_policy, sampler="nope"), root=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
+        tiny_config(tiny_policy, threads=0)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [("eval_tasks", "evaluation source '.*empty.jsonl' holds no tasks"),
+     ("train_tasks", "training pool '.*empty.jsonl' is empty after removing evaluation tasks")],
+)  # fmt: skip
+def test_an_empty_task_source_fails_before_a_run_folder_is_made(tiny_policy, tmp_path, source, expected):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    config = tiny_config(tiny_policy, data=tiny_data(tiny_policy, **{source: str(empty)}))
+    with pytest.raises(ValueError, match=expected):
+        train(config, root=tmp_path / "runs", progress=False)
+    assert not (tmp_path / "runs").exists()
 
 
 KILL_SCRIPT = """

@@ -5,7 +5,8 @@ Each subcommand is a module of this package (``COMMANDS``) providing ``configure
 library it runs inside ``cli_main``, so parsing (``--help``, option mistakes) imports no torch and
 answers at once (``tests/test_cli.py``).
 
-A mistake (a bad option, a config the library refuses, a missing file) is one line on stderr,
+A mistake (a bad option, a config the library refuses, a missing or unreadable file, a finished run
+that is corrupt, a run another process holds) is one line on stderr,
 ``countdown-study <command>: error: <what is wrong>``, and exit status 2; ``--debug`` shows the
 traceback instead.
 """
@@ -32,6 +33,30 @@ COMMANDS = {
 
 USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
 """Exceptions a command reports as one line (a config or file the library refused), not a traceback."""
+LIBRARY_ERRORS = (
+    ("countdown_study.runs.store", "RunCorruptError"),
+    ("countdown_study.runs.store", "RunBusyError"),
+    ("yaml", "YAMLError"),
+    ("datasets.exceptions", "DatasetsError"),
+)
+"""More exceptions reported as one line, by module and name so that parsing imports none of them: a
+finished run refused as corrupt, a run another process holds, text that is not YAML, a data set that
+does not load."""
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """``USER_ERRORS`` and the ``LIBRARY_ERRORS`` of modules loaded so far (an error of a module never
+    loaded cannot have been raised)."""
+    loaded = [getattr(sys.modules[module], name) for module, name in LIBRARY_ERRORS if module in sys.modules]
+    return (*USER_ERRORS, *loaded)
+
+
+def one_line(err: BaseException) -> str:
+    """What an error says, on one line: its lines joined, a ``KeyError``'s key without quotes, its type
+    when it says nothing."""
+    message = err.args[0] if isinstance(err, KeyError) and err.args else err
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return " ".join(lines) or type(err).__name__
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -60,11 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._module.cli_main(args) or 0)
-    except USER_ERRORS as err:
-        if args.debug:
+    except Exception as err:
+        if args.debug or not isinstance(err, user_errors()):
             raise
-        message = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"{parser.prog} {args.command}: error: {message}", file=sys.stderr)
+        print(f"{parser.prog} {args.command}: error: {one_line(err)}", file=sys.stderr)
         return 2
 
 

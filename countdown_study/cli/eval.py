@@ -52,6 +52,13 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingConfig:
     return replace(EVAL_SAMPLING, **changes, stop_at_answer=args.stop_at_answer)
 
 
+def check_counts(args: argparse.Namespace) -> None:
+    """Refuse ``--n`` or ``--batch-size`` below 1, naming the option (before anything loads)."""
+    for option, value in (("--n", args.n), ("--batch-size", args.batch_size)):
+        if value < 1:
+            raise ValueError(f"{option} must be at least 1, got {value}")
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study eval``: load, evaluate, write the summary JSON (and the table)."""
     from countdown_study.countdown import load_tasks
@@ -59,8 +66,11 @@ def cli_main(args: argparse.Namespace) -> int:
     from countdown_study.policy import load_policy
     from countdown_study.runs.files import atomic_path, atomic_write_json
 
+    check_counts(args)
     sampling = sampling_from_args(args)
-    tasks = load_tasks(args.tasks)  # before the policy: a bad task source fails at once
+    tasks = load_tasks(args.tasks)  # before the policy: a bad or empty task source fails at once
+    if not tasks:
+        raise ValueError(f"--tasks {args.tasks!r} holds no tasks")
     model, tokenizer = load_policy(args.policy, tokenizer=args.tokenizer)
     result = evaluate(
         model,

@@ -35,6 +35,21 @@ RESERVED = ("preset",)
 """Parameters set by their own option (``--preset``), not by ``-p``."""
 
 
+def parse_parameters(pairs: list[list[str]]) -> dict:
+    """``-p NAME VALUE`` pairs as ``{name: value}``, each value read as YAML; one that is not YAML is
+    refused naming its parameter."""
+    import yaml
+
+    extra = {}
+    for name, value in pairs:
+        try:
+            extra[name] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            why = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise ValueError(f"-p {name}: not valid YAML: {value!r} ({why})") from err
+    return extra
+
+
 def check_parameters(extra: dict) -> None:
     """Refuse ``-p`` parameters a notebook cannot take: reserved names and non-scalar values."""
     for name, value in extra.items():
@@ -50,18 +65,16 @@ def cli_main(args: argparse.Namespace) -> int:
     While they run, each run's progress (trained, resumed, reused, waited for, its step and rate,
     evaluated, finished) is printed from the run store's event log (``runs.events.watch``).
     """
-    import yaml
-
     from countdown_study.reporting.outputs import headline_contrasts, write_figure_index
     from countdown_study.runs.events import watch
     from countdown_study.study.pipeline import list_notebooks, run_notebooks
 
+    extra = parse_parameters(args.parameter)
+    check_parameters(extra)
     notebooks = list_notebooks(args.notebooks)
     if not notebooks:
         print(f"no study notebooks in {notebooks_dir()}")
         return 1
-    extra = {name: yaml.safe_load(value) for name, value in args.parameter}
-    check_parameters(extra)
     runs_dir().mkdir(parents=True, exist_ok=True)
     with watch(runs_dir(), write=lambda line: print(f"  {line}", flush=True)):
         outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)

@@ -210,16 +210,50 @@ def _read_parquet(path: Path, limit: int | None) -> _Rows:
 
 
 def _read_hub(source: str, split: str, limit: int | None, cache_dir: str | Path | None) -> _Rows:
-    """A Hugging Face dataset id or a local dataset folder, through ``datasets.load_dataset``."""
+    """A Hugging Face dataset id (or a folder of other files), through ``datasets.load_dataset``; a data
+    set that does not load is refused in one ``ValueError`` naming it."""
     import datasets  # slow to import: only when a dataset is loaded
 
-    dataset = datasets.load_dataset(
-        source, split=split, cache_dir=None if cache_dir is None else str(cache_dir)
-    )
+    try:
+        dataset = datasets.load_dataset(
+            source, split=split, cache_dir=None if cache_dir is None else str(cache_dir)
+        )
+    except (datasets.exceptions.DatasetsError, OSError, ValueError) as error:
+        cause = f" ({error.__cause__})" if error.__cause__ is not None else ""
+        raise ValueError(f"{source}: cannot load the data set: {error}{cause}") from error
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     present = [name for name in FIELDS if name in dataset.column_names]
     return _rows_from_columns(dataset.select_columns(present).to_dict(), len(dataset))
+
+
+def _split_files(folder: Path, split: str) -> list[Path]:
+    """The data files of ``split`` in a dataset folder, as ``datasets.load_dataset`` picks them (``train.csv``,
+    ``data/train-00000-of-00001.parquet``; every file is ``train`` when no name says a split)."""
+    from datasets.data_files import DataFilesDict, get_data_patterns  # slow to import: only for a folder
+
+    files = DataFilesDict.from_patterns(get_data_patterns(str(folder)), base_path=str(folder))
+    if split not in files:
+        raise ValueError(f"{folder}: no {split!r} split; its files make {sorted(map(str, files))}")
+    return [Path(name) for name in files[split]]
+
+
+def _read_folder(folder: Path, split: str, limit: int | None, cache_dir: str | Path | None) -> _Rows:
+    """A dataset folder: its ``split``'s task files one by one with this module's readers (rows in file
+    order, as loading the files one by one gives), else ``datasets.load_dataset`` (other formats)."""
+    files = _split_files(folder, split)
+    if not all(f.suffix.lower() in READERS for f in files):
+        return _read_hub(str(folder), split, limit, cache_dir)
+    rows = _Rows([], [], {})
+    for file in files:
+        left = None if limit is None else limit - len(rows.targets)
+        if left == 0:
+            break
+        part, offset = _read_file(file, left), len(rows.targets)
+        rows.targets += part.targets
+        rows.nums += part.nums
+        rows.broken.update({offset + index: why for index, why in part.broken.items()})
+    return rows
 
 
 def _read_tasks(tasks: Sequence[object], limit: int | None) -> _Rows:
@@ -230,6 +264,22 @@ def _read_tasks(tasks: Sequence[object], limit: int | None) -> _Rows:
         rows.targets.append(task.target if isinstance(task, Task) else _MISSING)
         rows.nums.append(task.nums if isinstance(task, Task) else _MISSING)
     return rows
+
+
+READERS = {".parquet": _read_parquet, ".jsonl": _read_json, ".json": _read_json, ".csv": _read_csv}
+"""This module's reader of each local file type (``FILE_SUFFIXES``)."""
+
+
+def _read_file(path: Path, limit: int | None) -> _Rows:
+    """A local task file by its suffix; every failure to read it is a ``ValueError`` naming it."""
+    suffix = path.suffix.lower()
+    try:
+        return READERS[suffix](path, limit)
+    except (UnicodeDecodeError, csv.Error, OSError, ValueError) as error:
+        message = str(error)
+        raise ValueError(
+            message if str(path) in message else f"{path}: cannot read as {suffix}: {message}"
+        ) from error
 
 
 def _read_source(source: str | Path, split: str, limit: int | None, cache_dir: str | Path | None) -> _Rows:
@@ -245,30 +295,18 @@ def _read_source(source: str | Path, split: str, limit: int | None, cache_dir: s
     path = Path(text).expanduser()
     suffix = path.suffix.lower()
     if path.is_file():
-        readers = {".parquet": _read_parquet, ".jsonl": _read_json, ".json": _read_json, ".csv": _read_csv}
-        if suffix not in readers:
+        if suffix not in READERS:
             raise ValueError(
                 f"unknown file type {suffix or '(none)'!r} for {text}; expected one of {FILE_SUFFIXES}"
             )
-        try:
-            return readers[suffix](path, limit)
-        except (
-            UnicodeDecodeError,
-            csv.Error,
-            OSError,
-            ValueError,
-        ) as error:  # name the file in every failure
-            message = str(error)
-            raise ValueError(
-                message if text in message else f"{text}: cannot read as {suffix}: {message}"
-            ) from error
+        return _read_file(path, limit)
     if path.is_dir():
         formats = sorted({f.suffix.lower() for f in path.rglob("*") if f.suffix.lower() in FILE_SUFFIXES})
         if len(formats) > 1:
             raise ValueError(
                 f"{text} holds task files of several formats {formats}; keep one format per folder"
             )
-        return _read_hub(text, split, limit, cache_dir)
+        return _read_folder(path, split, limit, cache_dir)
     if isinstance(source, Path) or suffix in FILE_SUFFIXES or text.startswith(("/", ".", "~")):
         raise FileNotFoundError(f"task file not found: {text}")
     if _HUB_ID.fullmatch(text):
@@ -349,8 +387,9 @@ def load_tasks(
 ) -> list[Task]:
     """Tasks from a source, validated row by row.
 
-    ``source`` is one of: a Hugging Face dataset id such as ``asingh15/countdown_tasks_3to4`` or a local
-    dataset folder (``datasets.load_dataset(source, split=split, cache_dir=cache_dir)``); a local
+    ``source`` is one of: a Hugging Face dataset id such as ``asingh15/countdown_tasks_3to4``
+    (``datasets.load_dataset(source, split=split, cache_dir=cache_dir)``); a local dataset folder (the
+    files of ``split`` as ``load_dataset`` picks them, each read as a file below, rows in file order); a local
     ``.parquet``, ``.jsonl`` / ``.json`` (JSON lines or an array of objects) or ``.csv`` file (``nums``
     written as ``[1, 2, 3]`` or ``[1 2 3]``) with the columns ``target`` and ``nums``; the spec
     ``generated:COUNT:SEED`` (``generate_tasks(COUNT, SEED)``) or ``ood:COUNT:SEED``
@@ -362,7 +401,8 @@ def load_tasks(
     (``solvable``). With ``on_invalid="raise"`` the first invalid row raises ``TaskRowError`` (a
     ValueError naming the source, row and field; structure is checked before solvability). With
     ``"drop"`` invalid rows are dropped and a warning says how many; ``load_tasks_with_report`` returns
-    the full list. A missing file raises FileNotFoundError; an unknown suffix or source, ValueError.
+    the full list. A missing file raises FileNotFoundError; an unknown suffix or source, a file or data
+    set that cannot be read, ValueError naming it.
     """
     tasks, report = load_tasks_with_report(
         source,

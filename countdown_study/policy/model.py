@@ -137,11 +137,12 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 """A Hugging Face model id: ``owner/name``."""
 
 
-def policy_source(name_or_path: str | Path) -> Path | str:
-    """Where a policy comes from: a shipped checkpoint's folder, a local folder, or a Hugging Face id.
+def policy_source(name_or_path: str | Path, kind: str = "policy") -> Path | str:
+    """Where a policy (or its tokenizer: ``kind``) comes from: a shipped checkpoint's folder, a local
+    folder, or a Hugging Face id.
 
     A name that is neither an existing folder nor shaped like a hub id (``owner/name``) is refused here,
-    naming it, instead of failing later inside the hub client.
+    naming it and ``kind``, instead of failing later inside the hub client.
     """
     name = str(name_or_path)
     if name in EMBEDDED_POLICIES:
@@ -155,10 +156,10 @@ def policy_source(name_or_path: str | Path) -> Path | str:
     if path.is_dir():
         return path
     if path.exists():
-        raise NotADirectoryError(f"policy {str(name_or_path)!r} is a file; give its save_pretrained folder")
+        raise NotADirectoryError(f"{kind} {str(name_or_path)!r} is a file; give its save_pretrained folder")
     if not _HUB_ID.fullmatch(str(name_or_path)):
         raise FileNotFoundError(
-            f"policy {str(name_or_path)!r} is neither an existing folder nor a Hugging Face id (owner/name)"
+            f"{kind} {str(name_or_path)!r} is neither an existing folder nor a Hugging Face id (owner/name)"
         )
     return str(name_or_path)
 
@@ -173,12 +174,14 @@ def load_policy(
     folder, or a Hugging Face id.
 
     ``tokenizer`` overrides where the tokenizer comes from (the reports' SFT checkpoint uses
-    ``Qwen/Qwen2.5-0.5B``'s). ``attention`` is transformers' ``attn_implementation`` of the model's
-    forward (``eager``, ``sdpa``, ...; None: transformers' default). The model is returned in eval mode.
+    ``Qwen/Qwen2.5-0.5B``'s), checked as the policy is (``policy_source``) before anything loads.
+    ``attention`` is transformers' ``attn_implementation`` of the model's forward (``eager``, ``sdpa``,
+    ...; None: transformers' default). The model is returned in eval mode.
     """
     source = policy_source(name_or_path)
+    tokenizer_source = policy_source(tokenizer, kind="tokenizer") if tokenizer else source
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation=attention)
-    tok = _load_tokenizer(tokenizer or source)
+    tok = _load_tokenizer(tokenizer_source)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"

@@ -42,15 +42,24 @@ def _styled(make: _F) -> _F:
 
 
 @_styled
-def pass_at_k_figure(curves: pd.DataFrame, title: str = "pass@k on the shared held-out tasks") -> Figure:
-    """pass@k against k (log scale) per method, with the Wilson 95% band (``study.pass_at_k_curves``)."""
+def pass_at_k_figure(
+    curves: pd.DataFrame,
+    title: str = "pass@k on the shared held-out tasks",
+    methods: Sequence[str] | None = None,
+) -> Figure:
+    """pass@k against k (log scale) per method, with the Wilson 95% band (``study.pass_at_k_curves``).
+
+    ``methods``: the study's method order (``StudyResult.methods``), which colours follow (``colours_for``).
+    """
     fig = Figure(figsize=(5.5, 3.6), layout="constrained")
     ax = fig.subplots()
+    colours = colours_for(curves, methods)
     for method, group in curves.groupby("method", sort=False):
-        ax.plot(group["k"], group["pass@k"], marker="o", markersize=3, label=method)
-        ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15)
+        colour = colours[method]
+        ax.plot(group["k"], group["pass@k"], marker="o", markersize=3, label=method, color=colour)
+        ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15, color=colour)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("k")
+    ax.set_xlabel("k (samples per task)")
     ax.set_ylabel("pass@k")
     ax.set_ylim(0, 1)
     ax.set_title(title)
@@ -59,22 +68,31 @@ def pass_at_k_figure(curves: pd.DataFrame, title: str = "pass@k on the shared he
 
 
 @_styled
-def grouped_bars(table: pd.DataFrame, group: str, metric: str = "pass@1", title: str | None = None) -> Figure:
-    """``metric`` per method and ``group`` (e.g. num_count, tier), error bars = seed s.d. when present."""
+def grouped_bars(
+    table: pd.DataFrame,
+    group: str,
+    metric: str = "pass@1",
+    title: str | None = None,
+    methods: Sequence[str] | None = None,
+) -> Figure:
+    """``metric`` per method and ``group`` (e.g. num_count, tier; in a reader's order, ``ordered_labels``),
+    error bars = seed s.d. when present; ``methods`` as in ``pass_at_k_figure``."""
     fig = Figure(figsize=(5.5, 3.4), layout="constrained")
     ax = fig.subplots()
-    methods = list(dict.fromkeys(table["method"]))
-    groups = sorted(table[group].unique(), key=str)
-    width = 0.8 / max(1, len(methods))
-    for i, method in enumerate(methods):
+    colours = colours_for(table, methods)
+    shown = list(colours)
+    groups = ordered_labels(list(table[group].unique()))
+    width = 0.8 / max(1, len(shown))
+    for i, method in enumerate(shown):
         rows = table[table["method"] == method].set_index(group).reindex(groups)
         sd = rows.get(f"{metric}_sd")
-        xs = [g + (i - (len(methods) - 1) / 2) * width for g in range(len(groups))]
-        ax.bar(xs, rows[metric], width=width, label=method, yerr=None if sd is None else sd.fillna(0))
+        xs = [g + (i - (len(shown) - 1) / 2) * width for g in range(len(groups))]
+        ax.bar(xs, rows[metric], width=width, label=method, color=colours[method],
+               yerr=None if sd is None else sd.fillna(0))  # fmt: skip
     ax.set_xticks(range(len(groups)), [str(g) for g in groups])
-    ax.set_xlabel(group)
-    ax.set_ylabel(metric)
-    ax.set_title(title or f"{metric} by {group}")
+    ax.set_xlabel(label(group))
+    ax.set_ylabel(label(metric))
+    ax.set_title(title or f"{label(metric)} by {label(group)}")
     ax.legend(fontsize=7)
     return fig
 
@@ -95,8 +113,19 @@ LABELS = {
     "filter_rounds": "batches generated per step",
     "discarded_groups": "groups discarded per step",
     "generated_exact_rate": "exact rate of every generated group",
+    "num_count": "numbers in the task",
+    "tier": "difficulty tier",
+    "level": "difficulty level",
+    "nps_log1p": "log(1 + valid solutions)",
+    "shortest_expression_depth": "depth of the shallowest solution",
+    "shortest_operand_count": "fewest numbers reaching the target",
+    "op_distinct_min": "fewest distinct operators in a solution",
+    "solution_count": "distinct solutions (capped at 128)",
+    "mean_score": "mean score",
+    "well_formed": "well-formed rate",
 }
-"""Axis labels of step-log columns (others: the column name without ``sampler_``, spaces for ``_``)."""
+"""Axis labels of table and step-log columns (others: the column name without ``sampler_``, spaces for
+``_``)."""
 LEVEL_NAMES = ("easy", "medium", "hard")
 """Names of the sliding-window controller's levels, by index."""
 KNOWN_ORDERS = (
@@ -132,8 +161,14 @@ def method_colours(methods: Sequence[str]) -> dict[str, str]:
     return {method: cycle[i % len(cycle)] for i, method in enumerate(methods)}
 
 
-def _methods(steps: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(steps["method"]))
+def colours_for(table: pd.DataFrame, methods: Sequence[str] | None = None) -> dict[str, str]:
+    """The colour of each method of ``table``, in order: ``method_colours`` of the study's method order
+    ``methods`` followed by the table's other methods. Given the same ``methods``, a method keeps its
+    colour in every figure, also where others are missing (the SFT row has no training curve); without
+    ``methods``, the table's order decides."""
+    present = set(table["method"])
+    colours = method_colours(list(dict.fromkeys([*(methods or ()), *table["method"]])))
+    return {method: colour for method, colour in colours.items() if method in present}
 
 
 def _legend(fig: Figure, colours: dict[str, str], title: str | None = None, patches: bool = False) -> None:
@@ -154,17 +189,19 @@ def training_curves(
     metrics: Sequence[str] = ("reward_mean", "exact_rate"),
     smooth: int = 5,
     columns: int = 3,
+    methods: Sequence[str] | None = None,
 ) -> Figure:
     """Step-log metrics over training per method (rolling mean over ``smooth`` steps, seeds averaged).
 
-    One colour per method across every panel and one legend; panel titles name what is plotted (the
-    step log's rewards are the training batches', not the held-out evaluation's).
+    One colour per method across every panel (``colours_for`` of ``methods``, the study's method order)
+    and one legend; panel titles name what is plotted (the step log's rewards are the training
+    batches', not the held-out evaluation's).
     """
     cols = min(columns, len(metrics))
     rows = (len(metrics) + cols - 1) // cols
     fig = Figure(figsize=(4.2 * cols, 3.0 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
-    colours = method_colours(_methods(steps))
+    colours = colours_for(steps, methods)
     for ax, metric in zip(axes.flat, metrics, strict=False):
         for method, group in steps.groupby("method", sort=False):
             if metric not in group or group[metric].isna().all():
@@ -180,14 +217,21 @@ def training_curves(
 
 
 @_styled
-def controller_figure(steps: pd.DataFrame, low: float, high: float, prefix: str = "sampler_") -> Figure:
+def controller_figure(
+    steps: pd.DataFrame,
+    low: float,
+    high: float,
+    prefix: str = "sampler_",
+    methods: Sequence[str] | None = None,
+) -> Figure:
     """Report 001's controller over training: the level of each step by name, and the window mean it
-    decides on with the thresholds ``low`` / ``high`` (tau_low, tau_high); seeds averaged."""
+    decides on with the thresholds ``low`` / ``high`` (tau_low, tau_high); seeds averaged; colours as
+    ``training_curves``'."""
     level, window = f"{prefix}level", f"{prefix}window_mean"
     controlled = steps[steps[level].notna()] if level in steps else steps.iloc[:0]
     fig = Figure(figsize=(9.0, 3.4), layout="constrained")
     level_ax, window_ax = fig.subplots(1, 2)
-    colours = method_colours(_methods(controlled))
+    colours = colours_for(controlled, methods)
     for method, group in controlled.groupby("method", sort=False):
         by_step = group.groupby("step")
         level_ax.step(by_step[level].mean().index, by_step[level].mean().to_numpy(), where="post",
@@ -238,13 +282,18 @@ def occupancy_figure(steps: pd.DataFrame, prefix: str = "batch_", title: str = "
 
 @_styled
 def histogram_grid(
-    table: pd.DataFrame, columns: Sequence[str], hue: str | None = None, bins: int = 30
+    table: pd.DataFrame,
+    columns: Sequence[str],
+    hue: str | None = None,
+    bins: int = 30,
+    title: str | None = None,
 ) -> Figure:
     """One histogram per column of ``table`` (e.g. Difficulty Vector fields), optionally split by ``hue``.
 
     Each panel shares its bin edges across the ``hue`` groups and draws each group as a translucent
     filled histogram with an outline in its colour (counts, not normalised); groups keep one colour and
-    their reader's order (``ordered_labels``) in every panel, with one legend titled ``hue``.
+    their reader's order (``ordered_labels``) in every panel, with one legend titled ``hue``'s label.
+    Panels are titled with their column's label (``label``), the figure with ``title`` when given.
     """
     n = len(columns)
     cols = min(3, n)
@@ -268,6 +317,8 @@ def histogram_grid(
         ax.set_ylabel("tasks")
     if hue is not None:
         _legend(fig, colours, title=label(hue), patches=True)
+    if title:
+        fig.suptitle(title)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     return fig

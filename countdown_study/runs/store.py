@@ -112,6 +112,25 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+PLAIN_MARKER = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
+"""A ``DONE`` from before checksums were recorded: the time the run finished, alone."""
+
+
+def _logged_step_count(results: Any, config_file: Path) -> int | None:
+    """How many step-log lines a finished run wrote, when known: ``steps`` of its results (what a run
+    logging each step finishes with), else ``steps`` of a config without ``log_every`` (one that logs
+    every step); None otherwise."""
+    steps = results.get("steps") if isinstance(results, dict) else None
+    if steps is None and config_file.is_file():
+        try:
+            config = json.loads(config_file.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            config = None
+        if isinstance(config, dict) and "log_every" not in config:
+            steps = config.get("steps")
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
+
+
 def result_files(path: Path) -> list[Path]:
     """The run folder's files ``CHECKED_FILES`` names, sorted."""
     return sorted(f for pattern in CHECKED_FILES for f in path.glob(pattern) if f.is_file())
@@ -131,6 +150,20 @@ class RunStore:
     # -- life cycle ---------------------------------------------------------------------------------
 
     @classmethod
+    def locate(
+        cls,
+        config: Any,
+        root: str | Path | None = None,
+        prefix: str | None = None,
+        identity: Mapping[str, str] | None = None,
+    ) -> RunStore:
+        """The run of ``config`` (and ``identity``, see ``run_id``) under ``root``, without making or
+        reading anything (``is_done`` says whether it finished)."""
+        rid = run_id(config, prefix, identity)
+        path = Path(root) if root is not None else paths.runs_dir()
+        return cls(run_id=rid, path=path / rid, config=config)
+
+    @classmethod
     def open(
         cls,
         config: Any,
@@ -143,9 +176,7 @@ class RunStore:
         ``identity`` is kept in ``identity.json``. Raises if the folder holds a different config or
         identity (a hash collision or a hand-edited file).
         """
-        rid = run_id(config, prefix, identity)
-        path = Path(root) if root is not None else paths.runs_dir()
-        store = cls(run_id=rid, path=path / rid, config=config)
+        store = cls.locate(config, root, prefix, identity)
         expected = {"config.json": json.loads(canonical_json(config))}
         if identity:
             expected["identity.json"] = dict(identity)
@@ -154,7 +185,9 @@ class RunStore:
             if not file.exists():
                 atomic_write_json(file, content)
             elif json.loads(file.read_text()) != content:
-                raise ValueError(f"{file} holds a different {name[:-5]} than the one asked for run {rid}")
+                raise ValueError(
+                    f"{file} holds a different {name[:-5]} than the one asked for run {store.run_id}"
+                )
         return store
 
     @contextlib.contextmanager
@@ -232,18 +265,32 @@ class RunStore:
         atomic_write_text(self.path / DONE, json.dumps(marker, indent=2, sort_keys=True) + "\n")
 
     def verify(self) -> list[str]:
-        """What is wrong with a finished run's results, one line each (empty: intact).
+        """What is wrong with a finished run's results, one line each naming the file (empty: intact).
 
-        A ``DONE`` from before checksums were recorded (a bare time stamp) has nothing to check against.
+        A ``DONE`` that records checksums is checked against them. One from before checksums were
+        recorded (a bare time stamp, ``PLAIN_MARKER``) is checked for what it implies
+        (``_verify_plain``). A marker that is neither (torn, garbled) is itself reported.
         """
+        marker_file = self.path / DONE
         try:
-            marker = json.loads((self.path / DONE).read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return []
-        if not isinstance(marker, dict):
-            return []
+            text = marker_file.read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            return [f"{marker_file}: unreadable marker ({type(err).__name__})"]
+        if PLAIN_MARKER.fullmatch(text.strip()):
+            return self._verify_plain()
+        try:
+            marker = json.loads(text)
+        except json.JSONDecodeError:
+            marker = None
+        if not (isinstance(marker, dict) and isinstance(marker.get("sha256"), dict)):
+            return [
+                f"{marker_file}: torn or garbled marker (neither a time stamp nor checksums): {text[:40]!r}"
+            ]
+        return self._verify_checksums(marker["sha256"])
+
+    def _verify_checksums(self, recorded: Mapping[str, str]) -> list[str]:
+        """Every recorded result file present and unchanged, and no result file besides them."""
         problems = []
-        recorded = marker.get("sha256", {})
         for name, digest in recorded.items():
             file = self.path / name
             if not file.is_file():
@@ -252,6 +299,30 @@ class RunStore:
                 problems.append(f"{file}: changed since the run finished")
         extra = {f.relative_to(self.path).as_posix() for f in result_files(self.path)} - set(recorded)
         problems.extend(f"{self.path / name}: not part of the finished run" for name in sorted(extra))
+        return problems
+
+    def _verify_plain(self) -> list[str]:
+        """A run finished with a plain marker: ``results.json`` (when there is one) parses, and when the
+        number of steps N is known (``steps`` of the results, else of a config that logs every step)
+        ``steps.jsonl`` holds steps 0 .. N-1 once each."""
+        results_file, log = self.path / "results.json", self.path / "steps.jsonl"
+        results, problems = {}, []
+        if results_file.is_file():
+            try:
+                results = json.loads(results_file.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                problems.append(f"{results_file}: not valid JSON ({err})")
+        steps = _logged_step_count(results, self.path / "config.json")
+        if steps is None:
+            return problems
+        if not log.is_file():
+            return [*problems, f"{log}: missing (the run finished {steps} steps)"]
+        try:
+            logged = [record["step"] for record in self.read_steps()]
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+            return [*problems, f"{log}: unreadable ({type(err).__name__}: {err})"]
+        if logged != list(range(steps)):
+            problems.append(f"{log}: does not hold steps 0..{steps - 1} once each ({len(logged)} lines)")
         return problems
 
     def check(self) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -143,6 +144,8 @@ class TrainConfig:
         check_positive("grad_clip", self.grad_clip)
         check_positive("weight_decay", self.weight_decay, allow_zero=True)
         check_seed(self.seed)
+        if self.threads < 1:
+            raise ValueError(f"threads must be at least 1, got {self.threads}")
         if self.attention not in ATTENTIONS:
             raise ValueError(f"unknown attention {self.attention!r}; choose one of {ATTENTIONS}")
         if self.sampler not in SAMPLERS:
@@ -512,9 +515,15 @@ def train(
 ) -> RunStore:
     """Run ``config`` in the run store and return its finished store (loaded if finished before).
 
-    Another process running the same config is waited for (``wait=False``: ``RunBusyError``).
+    Another process running the same config is waited for (``wait=False``: ``RunBusyError``). The task
+    sources of a run still to do are read first: an empty or unreadable one fails before a run folder is made.
     """
-    store = RunStore.open(config, root=root, prefix=prefix, identity=policy_identity(config.data.policy))
+    identity = policy_identity(config.data.policy)
+    if not RunStore.locate(config, root=root, prefix=prefix, identity=identity).is_done:
+        with warnings.catch_warnings():  # the run itself warns about its tasks when it loads them
+            warnings.simplefilter("ignore")
+            study_tasks(config.data)
+    store = RunStore.open(config, root=root, prefix=prefix, identity=identity)
     return store.complete(
         partial(run_training, config, progress=progress),
         threads=config.threads, resume_checkpoint=CHECKPOINT, wait=wait, per_step_log=True,

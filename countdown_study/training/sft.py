@@ -34,8 +34,10 @@ run's weights to the recipe's folder with ``sft.json``.
 from __future__ import annotations
 
 import json
+import pickle
 import platform
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
@@ -71,6 +73,7 @@ from countdown_study.training.sft_data import (
     length_buckets,
     step_loader,
 )
+from countdown_study.training.specs import check_positive, check_seed
 
 SHIPPED_INFO_FILE = "sft.json"
 """The file beside the shipped weights holding their training config, run facts and measured quality."""
@@ -142,6 +145,11 @@ class SFTConfig:
             raise ValueError("steps and batch_size must be positive")
         if not 0.0 <= self.decay_fraction <= 1.0:
             raise ValueError(f"decay_fraction must be in [0, 1], got {self.decay_fraction}")
+        check_positive("lr", self.lr)
+        check_seed(self.seed)
+        for name in ("threads", "checkpoint_every", "log_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
     @property
     def decay_start(self) -> int:
@@ -318,15 +326,39 @@ def load_sft(run: RunStore | str | Path):
     return load_policy(final_model_dir(run))
 
 
+UNREADABLE = (RuntimeError, EOFError, OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError)
+"""What ``torch.load`` of a torn, truncated or foreign file raises (and a state without its step)."""
+
+
+def _read_own_checkpoint(path: Path) -> dict | None:
+    """The run's own checkpoint, or None when there is none; one that cannot be read is reported with
+    its path and removed, and the run starts over as if it had none (``checkpoint.load_checkpoint``)."""
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, weights_only=False)
+        int(state["step"])
+    except UNREADABLE as err:
+        warnings.warn(
+            f"checkpoint {path} cannot be read ({type(err).__name__}: {err}); it is removed and the run "
+            "starts over",
+            stacklevel=3,
+        )
+        path.unlink()
+        return None
+    return state
+
+
 def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) -> tuple[int, float, float]:
     """Load the run's checkpoint, else ``resume_from``'s; returns (steps done, wall seconds, last loss)."""
     source, own = checkpoint_path(store), True
-    if not source.is_file():
+    state = _read_own_checkpoint(source)
+    if state is None:
         if resume_from is None:
             return 0, 0.0, float("nan")
         source, own = Path(resume_from), False
         source = checkpoint_path(source) if source.is_dir() else source
-    state = torch.load(source, weights_only=False)
+        state = torch.load(source, weights_only=False)
     _check_resumable(state["config"], config, state["step"])
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
@@ -468,8 +500,9 @@ def measure_quality(
 ) -> dict:
     """Evaluate a policy on the run's held-out tasks (``QUALITY_N`` samples each) and return its quality.
 
-    ``policy`` names it in ``measured_with``; ``limit`` keeps the first tasks only (a quick look). The
-    full summary is written to ``out_dir/eval_heldout.json`` when ``out_dir`` is given.
+    ``policy`` names it in ``measured_with`` (never ``policy_dir``: results name no folder of this
+    machine); ``limit`` keeps the first tasks only (a quick look). The full summary is written to
+    ``out_dir/eval_heldout.json`` when ``out_dir`` is given.
     """
     model, tokenizer = load_policy(policy_dir)
     source = f"generated:{config.heldout_count}:{config.heldout_seed}"
@@ -478,7 +511,7 @@ def measure_quality(
         model, tokenizer, tasks, n=QUALITY_N, sampling=sampling, seed=seed, template=prompt_template(model)
     )
     summary = result.summary
-    measured_with = {"policy": str(policy_dir), "tasks": source, "seed": seed, "sampling": asdict(sampling)}
+    measured_with = {"policy": policy, "tasks": source, "seed": seed, "sampling": asdict(sampling)}
     if limit is not None:
         measured_with["limit"] = limit
     if out_dir is not None:
@@ -493,7 +526,7 @@ def measure_quality(
         str(count): {key: group[key] for key in ("num_tasks", "pass@1", "pass@16", "well_formed")}
         for count, group in summary["by_num_count"].items()
     }
-    quality["measured_with"] = {**measured_with, "policy": policy}
+    quality["measured_with"] = measured_with
     return quality
 
 

@@ -47,7 +47,7 @@ from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
 from countdown_study.seeding import SFTStream, derive_rng
 from countdown_study.training.common import save_final, study_tasks
 from countdown_study.training.sft import learning_rate, run_facts, train_step_gradients
-from countdown_study.training.specs import HELD_OUT, TRAIN_POOL, DataSpec
+from countdown_study.training.specs import HELD_OUT, TRAIN_POOL, DataSpec, check_positive, check_seed
 from countdown_study.training.teacher import (
     TEACHER_CHECKPOINT_DIR,
     TEACHER_INFO_FILE,
@@ -112,6 +112,13 @@ class ProposerConfig:
     """torch threads (the run id leaves it out; provenance records it)."""
     log_every: int = field(default=50, metadata={"runtime": True})
     """Steps between step-log lines."""
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        check_seed(self.seed)
+        for name in ("steps", "batch_size", "threads", "log_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
     @property
     def decay_start(self) -> int:
