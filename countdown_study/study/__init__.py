@@ -54,6 +54,8 @@ from countdown_study.study.presets import (
     evaluate_policy_run,
     study_preset,
 )
+from countdown_study.study.synthesis import Claim, all_claims, joint_paired, joint_summary, verdict_table
+from countdown_study.study.synthesis_tables import cost_table, tradeoff_table
 from countdown_study.study.tables import (
     METRICS,
     generation_cost,
@@ -118,4 +120,11 @@ __all__ = [
     "study_preset",
     "summary_table",
     "training_pool",
+    "Claim",
+    "all_claims",
+    "cost_table",
+    "joint_paired",
+    "joint_summary",
+    "tradeoff_table",
+    "verdict_table",
 ]
