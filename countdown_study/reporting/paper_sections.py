@@ -266,7 +266,35 @@ _FIELD = Section(
     ),
     (FigureSpec("field_pass_at_k", "pass@k of the field's methods and the reports' curricula."),),
 )
-SECTIONS = (_TASKS, _BASELINES, _REPORT_000, _REPORT_001, _REPORT_002, _REPORT_003, _REPORT_004, _FIELD)
+_SYNTHESIS = Section(
+    "synthesis_study",
+    "90",
+    (
+        TableSpec(
+            "synthesis_verdicts",
+            (
+                Column("report", "report", "text"),
+                Column("claim", "claim", "text", width="X"),
+                Column("metric", "metric", "text"),
+                Column("their_diff", "theirs", "signed"),
+                Column("our_diff", "ours", "signed"),
+                Column("ci", "95% interval", "interval"),
+                Column("mde", "MDE", "number"),
+                Column("verdict", "verdict", "text"),
+            ),
+            "Every headline claim of the five reports: their difference on their model, ours on ours with its "
+            "seed-aware interval and minimum detectable effect, and the verdict.",
+            group="report",
+        ),
+    ),
+    (
+        FigureSpec("synthesis_forest", "Every row against the uniform RLOO row of its starting policy."),
+        FigureSpec("synthesis_tradeoff", "Each row's pass@1 difference against its pass@16 difference."),
+    ),
+)
+SECTIONS = (
+    _TASKS, _BASELINES, _REPORT_000, _REPORT_001, _REPORT_002, _REPORT_003, _REPORT_004, _FIELD, _SYNTHESIS,
+)  # fmt: skip
 """Each section's tables and figures, in the names the notebooks save them under."""
 
 PAIRED_TABLES = {t.name: s.notebook for s in SECTIONS for t in s.tables if t.metrics is not None}
