@@ -131,7 +131,26 @@ def normalize_key(key: Iterable) -> Key:
 # ---------------------------------------------------------------------------------------------------
 
 
-class RuleBasedGenerator:
+class AcceptanceLog:
+    """What a task source keeps of its run: ``accepted_keys`` (normalised, in order) and ``counts`` (per
+    tier, a ``Counter`` of outcomes). The rule-based and the teacher generator share it."""
+
+    accepted_keys: list
+    counts: dict[str, Counter]
+
+    def acceptance_rates(self) -> dict[str, float]:
+        """Share of checked candidates accepted so far, per tier that was asked for."""
+        return {tier: c[ACCEPTED] / c.total() for tier, c in self.counts.items() if c.total()}
+
+    def state_dict(self) -> dict:
+        """JSON-able: the keys accepted so far and the outcome counts."""
+        return {
+            "accepted_keys": [[list(nums), target] for nums, target in self.accepted_keys],
+            "counts": {tier: dict(c) for tier, c in self.counts.items() if c},
+        }
+
+
+class RuleBasedGenerator(AcceptanceLog):
     """Report 004's rule-based synthetic task source: ``propose(tier, count, rng) -> (tasks, log rows)``."""
 
     source = SOURCE
@@ -206,17 +225,6 @@ class RuleBasedGenerator:
             f"tier {tier}: only {len(tasks)} of {count} tasks accepted after {len(rows)} candidates "
             f"(outcomes: {reasons}); acceptance is too low for this RuleBasedConfig"
         )
-
-    def acceptance_rates(self) -> dict[str, float]:
-        """Share of candidates accepted so far, per tier that was asked for."""
-        return {tier: c[ACCEPTED] / c.total() for tier, c in self.counts.items() if c.total()}
-
-    def state_dict(self) -> dict:
-        """JSON-able: the keys accepted so far and the outcome counts."""
-        return {
-            "accepted_keys": [[list(nums), target] for nums, target in self.accepted_keys],
-            "counts": {tier: dict(c) for tier, c in self.counts.items() if c},
-        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore ``state_dict`` (on a generator built with the same ``seen_keys``)."""

@@ -38,6 +38,7 @@ from countdown_study.countdown.load import load_tasks
 from countdown_study.countdown.synthetic import (
     ACCEPTED,
     TIER_NUM_COUNTS,
+    AcceptanceLog,
     RuleBasedConfig,
     RuleBasedGenerator,
     normalize_key,
@@ -114,7 +115,7 @@ class TeacherConfig:
         )  # fmt: skip
 
 
-class TeacherGenerator:
+class TeacherGenerator(AcceptanceLog):
     """Report 004's teacher source: ``propose(tier, count, rng) -> (tasks, log rows)`` (module docstring)."""
 
     source = SOURCE
@@ -181,17 +182,6 @@ class TeacherGenerator:
                 )
             rows += self.attempt(tier, rng, wanted=count - accepted)
         return [Task(r["nums"], r["target"]) for r in rows if r["accepted"]], rows
-
-    def acceptance_rates(self) -> dict[str, float]:
-        """Share of checked outputs accepted so far, per tier that was asked for."""
-        return {tier: c[ACCEPTED] / c.total() for tier, c in self.counts.items() if c.total()}
-
-    def state_dict(self) -> dict:
-        """JSON-able: the keys accepted so far and the outcome counts."""
-        return {
-            "accepted_keys": [[list(nums), target] for nums, target in self.accepted_keys],
-            "counts": {tier: dict(c) for tier, c in self.counts.items() if c},
-        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore ``state_dict`` (on a generator built with the same ``seen_keys``)."""
