@@ -17,7 +17,7 @@ import torch
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.rollout import Rollouts, SamplingConfig, sequence_logprobs
-from countdown_study.training.common import study_tasks
+from countdown_study.training.common import snapshot_steps, study_tasks
 from countdown_study.training.group_filters import GroupFilterSpec
 from countdown_study.training.loop import (
     TrainConfig,
@@ -444,3 +444,37 @@ def test_whole_rollout_runs_log_answer_structure(tiny_policy, tmp_path):
     assert {"answer_spans", "abandoned_rate"} <= set(store.read_steps()[0])
     plain = train(tiny_config(tiny_policy, steps=1), root=tmp_path, progress=False)
     assert "abandoned_rate" not in plain.read_steps()[0]  # cut at the first answer: nothing to abandon
+
+
+# ---------------------------------------------------------------------------------------------------
+# Snapshots for checkpoint selection (report 003)
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_snapshot_steps_are_every_interval_and_the_last_step():
+    assert snapshot_steps(EvalSpec(), 60) == ()
+    assert snapshot_steps(EvalSpec(snapshot_every=20), 60) == (20, 40, 60)
+    assert snapshot_steps(EvalSpec(snapshot_every=25), 60) == (25, 50, 60)
+    with pytest.raises(ValueError, match="snapshot_every must be >= 0"):
+        EvalSpec(snapshot_every=-1)
+
+
+def test_snapshots_leave_training_unchanged_and_resume_to_the_same_tables(tiny_policy, tmp_path):
+    snap = replace(tiny_config(tiny_policy).eval, snapshot_every=2, snapshot_n=2, validation_size=5)
+    plain = train(tiny_config(tiny_policy, checkpoint_every=2), root=tmp_path / "plain", progress=False)
+    whole = train(
+        tiny_config(tiny_policy, checkpoint_every=2, eval=snap), root=tmp_path / "whole", progress=False
+    )
+    strip = lambda rows: [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in rows]  # noqa: E731
+    assert strip(whole.read_steps()) == strip(plain.read_steps())
+    assert whole.load_results()["eval"] == plain.load_results()["eval"]
+    tables = sorted(p.name for p in (whole.path / "tables").glob("snapshot_*"))
+    assert tables == [f"snapshot_{s}_{k}.parquet" for s in ("test", "val") for k in (2, 4)]
+    val = whole.read_table("snapshot_val_2")
+    assert val["task_index"].nunique() == 5 and len(val) == 5 * 2
+    assert whole.read_table("snapshot_test_4")["task_index"].nunique() == 4
+
+    config = _interrupted(tiny_policy, tmp_path / "cut", steps_before=3, eval=snap)
+    resumed = train(config, root=tmp_path / "cut", progress=False)
+    for name in ("snapshot_val_2", "snapshot_val_4", "snapshot_test_4"):
+        pd.testing.assert_frame_equal(resumed.read_table(name), whole.read_table(name))

@@ -80,6 +80,12 @@ _ROWS = {
          "five seeds of every row cost two hours of the two cores per ten rows", "study.REPORT_002"),
     ),
     "003": (
+        ("sweep controls", "a no-contrast control matched to each c", "one control per seed (c = 0) for every "
+         "c", "without the contrast the runs of a seed do not depend on c", "study.VCC_SWEEP_CONTROL"),
+        ("checkpoint selection", "checkpoints every few steps, selected on train[:200]", "snapshots every 10 "
+         "steps and the last, on the first 200 pool tasks and the held-out tasks, 4 samples each; ties go to "
+         "the earliest step", "the report gives no interval or sample count; 4 samples keep a snapshot under "
+         "a minute", "study.SNAPSHOTS, training.specs.EvalSpec.snapshot_every, study.selection"),
         ("starting policy", "their SFT checkpoint: 3.95 answer spans per rollout, first-verifying pass@1 "
          "0.3975 against final 0.3038", "embedded-search, the package's SFT on search-style traces that "
          "sometimes leave a correct answer", "the embedded policy writes 1.33 spans and abandons almost no "

@@ -47,6 +47,9 @@ class Method:
     sampling: dict = field(default_factory=dict)
     """Changes to the training rollouts' ``SamplingConfig`` (report 003: whole rollouts, not cut at the
     first answer)."""
+    evaluation: dict = field(default_factory=dict)
+    """Changes to the run's ``EvalSpec`` (report 003's sweep: ``snapshot_every`` for checkpoint
+    selection)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("sft", "ipo", "rloo"):
@@ -208,6 +211,22 @@ REPORT_003_COMMIT = (
     Method("Commit reward + VCC", changes={"reward": "commit", **_VCC}, sampling=WHOLE_ROLLOUTS),
 )
 """Report 003's Table 2 rows beside RLOO and VCC-RLOO (outcome reward + VCC)."""
+SNAPSHOTS = {"snapshot_every": 10}
+"""Report 003's sweep evaluates checkpoints during training: every 10 steps and the last, on the first 200
+tasks of the training pool (their ``train[:200]``) and on the held-out tasks, 4 samples each."""
+VCC_COEFFICIENTS = (0.005, 0.0075, 0.01, 0.0125, 0.015)
+"""Report 003's tight sweep of the VCC coefficient c."""
+VCC_SWEEP_CONTROL = Method("Sweep control (c = 0)", sampling=WHOLE_ROLLOUTS, evaluation=SNAPSHOTS)
+"""The sweep's no-contrast control. Report 003 matches a control to each c; without the contrast the runs
+of one seed are the same whatever c, so here one control per seed serves every c (ours)."""
+VCC_SWEEP = tuple(
+    Method(f"VCC c = {c}", changes={"aux_losses": (AuxLossSpec("vcc", coef=c),)}, sampling=WHOLE_ROLLOUTS,
+           evaluation=SNAPSHOTS)
+    for c in VCC_COEFFICIENTS
+)  # fmt: skip
+"""Report 003's sweep rows: VCC-RLOO at each c, with snapshots for checkpoint selection."""
+CONTRASTS_003_SWEEP = tuple((m.name, VCC_SWEEP_CONTROL.name) for m in VCC_SWEEP)
+"""Each sweep row against the control (final checkpoints)."""
 CONTRASTS_003 = (
     *((m.name, REPORT_003[0].name) for m in (*REPORT_003[1:], *REPORT_003_COMMIT)),
     ("Commit reward + VCC", "Commit reward only"),
@@ -265,6 +284,8 @@ def run_method(
     config = preset.train_config(method.sampler, seed, sampler_options=options, **method.changes)
     if method.sampling:
         config = replace(config, sampling=replace(config.sampling, **method.sampling))
+    if method.evaluation:
+        config = replace(config, eval=replace(config.eval, **method.evaluation))
     return train(_with_sets(config, method), root=root, progress=progress, wait=wait)
 
 

@@ -14,6 +14,7 @@ from countdown_study.evaluation import evaluate as evaluation
 from countdown_study.policy import load_policy, prompt_template
 from countdown_study.runs.files import atomic_path
 from countdown_study.runs.store import RunStore
+from countdown_study.seeding import derive_seed
 from countdown_study.training.specs import DataSpec, EvalSpec
 
 
@@ -89,6 +90,31 @@ def evaluate_run(
         )  # fmt: skip
         store.write_table(f"eval_{name}", extra.samples.drop(columns=["completion"]))
     return result
+
+
+SNAPSHOT_SETS = ("val", "test")
+"""The task sets of a snapshot: the validation tasks and the held-out tasks."""
+
+
+def snapshot_steps(spec: EvalSpec, steps: int) -> tuple[int, ...]:
+    """The steps after which ``spec`` evaluates a snapshot: every ``snapshot_every`` and the last step."""
+    if not spec.snapshot_every:
+        return ()
+    return tuple(sorted({*range(spec.snapshot_every, steps + 1, spec.snapshot_every), steps}))
+
+
+def evaluate_snapshot(
+    store: RunStore, spec: EvalSpec, seed: int, step: int, model, tokenizer, task_sets, template, engine
+) -> None:
+    """Evaluate the policy after ``step`` steps on each of ``task_sets`` (``{name: tasks}``) with
+    ``spec.snapshot_n`` samples into ``tables/snapshot_<name>_<step>.parquet``. Sampling is seeded by
+    (seed, step) alone, so training draws nothing from it and a resumed run writes the same tables."""
+    for name, tasks in task_sets.items():
+        result = evaluation.evaluate(
+            model, tokenizer, tasks, n=spec.snapshot_n, sampling=spec.sampling, seed=derive_seed(seed, step),
+            template=template, batch_size=spec.batch_size, engine=engine,
+        )  # fmt: skip
+        store.write_table(f"snapshot_{name}_{step}", result.samples.drop(columns=["completion"]))
 
 
 def save_final(store: RunStore, model, tokenizer) -> None:

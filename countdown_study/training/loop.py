@@ -54,10 +54,12 @@ from countdown_study.training.aux import AUX_LOSSES, build_aux_losses
 from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from countdown_study.training.common import (
     evaluate_run,
+    evaluate_snapshot,
     load_reference,
     load_run_policy,
     prompts_for,
     save_final,
+    snapshot_steps,
     study_tasks,
 )
 from countdown_study.training.group_filters import GroupFilterSpec, fill, keep_groups, mixed_groups
@@ -477,6 +479,8 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     engine = make_engine(model, tokenizer, config.sampling)
     done = load_checkpoint(store, model, optimizer, sampler)
     store.truncate_steps(done)
+    snapshots = snapshot_steps(config.eval, config.steps)
+    snapshot_sets = {"val": pool[: config.eval.validation_size], "test": eval_tasks}
     writer = _tensorboard(store)
     bar = tqdm(
         range(done, config.steps),
@@ -499,6 +503,10 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
                 if isinstance(value, (int, float)) and math.isfinite(value):
                     writer.add_scalar(key, value, step)
         bar.set_postfix(reward=f"{record['reward_mean']:.3f}", exact=f"{record['exact_rate']:.3f}")
+        if step + 1 in snapshots:
+            evaluate_snapshot(
+                store, config.eval, config.seed, step + 1, model, tokenizer, snapshot_sets, template, engine
+            )
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             save_checkpoint(store, step + 1, model, optimizer, sampler)
     if writer is not None:

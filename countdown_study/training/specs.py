@@ -74,8 +74,22 @@ class EvalSpec:
     """``(name, task source)`` pairs evaluated beside the held-out tasks with the same samples and
     sampling, each into ``tables/eval_<name>.parquet`` (report 004's 5-number set:
     ``("ood", "ood:200:0")``)."""
+    snapshot_every: int = field(default=0, metadata=OMIT_AT_DEFAULT)
+    """Evaluate the policy every this many steps during training (0: never), on the validation tasks
+    and the held-out tasks, each into ``tables/snapshot_<set>_<step>.parquet`` (report 003's checkpoint
+    selection). The last snapshot is the final step's."""
+    snapshot_n: int = field(default=4, metadata=OMIT_AT_DEFAULT)
+    """Samples per task at each snapshot (fewer than ``n``: a snapshot is read for its pass@1)."""
+    validation_size: int = field(default=200, metadata=OMIT_AT_DEFAULT)
+    """Validation tasks of the snapshots: the first this many tasks of the run's training pool, as report
+    003's ``train[:200]`` (they stay in the pool, as theirs did)."""
 
     def __post_init__(self) -> None:
+        if self.snapshot_every < 0 or self.snapshot_n < 1 or self.validation_size < 1:
+            raise ValueError(
+                "snapshot_every must be >= 0 and snapshot_n, validation_size >= 1, got "
+                f"{self.snapshot_every}, {self.snapshot_n}, {self.validation_size}"
+            )
         if self.n < 1:
             raise ValueError(f"evaluation needs at least 1 sample per task, got n={self.n}")
         if self.batch_size < 1:
