@@ -309,7 +309,7 @@ def test_the_synthesis_notebook_runs_at_the_tiny_preset(tiny_results):
     tiny = tiny_results / "presets" / "tiny"
     names = (
         "summary",
-        "paired",
+        "contrasts",
         "verdicts",
         "cross_curricula",
         "curricula_ranking",
