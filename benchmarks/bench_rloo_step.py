@@ -8,6 +8,9 @@ missing, and the output says so). Three runs, each from a fresh copy of the same
   bf16 weights, bf16 autocast update, lr 1e-4, no KL, token-mean loss) and a uniform sampler over
   ``generate_tasks``; phases are the step's own ``seconds_*`` (sample, grade, update).
 * ``package_hf``: the same with ``engine="hf"`` (transformers ``generate``), for reference.
+* ``package_native_chunked`` (with ``--logprob-chunk N``): ``package_native`` with the update's log-probs
+  projected onto the vocabulary N tokens at a time (``TrainConfig.logprob_chunk``), to see what chunking
+  costs on the CPU.
 * ``trl``: ``trl.RLOOTrainer`` (1.16) with ``per_device_train_batch_size=256`` and ``num_generations=8``
   (one optimizer step sees the same 32 x 8), ``beta=0``, bf16 autocast when the CPU has it,
   ``max_completion_length=96``, ``lr`` and gradient clip of the preset, constant schedule, no gradient
@@ -360,6 +363,12 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=2000, help="generated tasks the runs draw from")
     parser.add_argument("--seed", type=int, default=0, help="run, task and (random-init) model seed")
     parser.add_argument("--no-trl", action="store_true", help="time only the package's loop")
+    parser.add_argument(
+        "--logprob-chunk",
+        type=int,
+        default=0,
+        help="also run package_native with this logprob_chunk (0: not)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
     args = parser.parse_args()
 
@@ -380,6 +389,9 @@ def main() -> None:
         PackageRun("package_hf", replace(config, sampling=replace(config.sampling, engine="hf")),
                    fresh_model(), tokenizer, pool),
     ]  # fmt: skip
+    if args.logprob_chunk:
+        chunked = replace(config, logprob_chunk=args.logprob_chunk)
+        runs.append(PackageRun("package_native_chunked", chunked, fresh_model(), tokenizer, pool))
     total_steps = args.warmup + args.steps
     trl_record: dict[str, Any] = {}
     if not args.no_trl:
@@ -422,6 +434,7 @@ def main() -> None:
             "loss": asdict(config.loss),
             "attention": config.attention,
             "micro_batch": config.micro_batch,
+            "logprob_chunk_of_package_native_chunked": args.logprob_chunk or None,
         },
         "results": results,
         "goals": goals,

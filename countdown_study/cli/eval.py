@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from countdown_study.training.device import DEFAULT_DEVICE, DEVICES
+
 if TYPE_CHECKING:
     from countdown_study.rollout.sampling import SamplingConfig
 
@@ -42,6 +44,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--template", choices=TEMPLATE_NAMES, default=None, help="default: the policy's")
     parser.add_argument("--batch-size", type=int, default=32, help="tasks per sampling call")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=DEFAULT_DEVICE,
+        help="where the policy samples (auto: cuda if present)",
+    )
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingConfig:
@@ -65,13 +73,16 @@ def cli_main(args: argparse.Namespace) -> int:
     from countdown_study.evaluation.evaluate import evaluate
     from countdown_study.policy import load_policy
     from countdown_study.runs.files import atomic_path, atomic_write_json
+    from countdown_study.training.device import describe_device, prepare_device, resolve_device
 
     check_counts(args)
     sampling = sampling_from_args(args)
+    device = resolve_device(args.device)  # before anything loads: cuda without a GPU fails at once
     tasks = load_tasks(args.tasks)  # before the policy: a bad or empty task source fails at once
     if not tasks:
         raise ValueError(f"--tasks {args.tasks!r} holds no tasks")
-    model, tokenizer = load_policy(args.policy, tokenizer=args.tokenizer)
+    prepare_device(device)
+    model, tokenizer = load_policy(args.policy, tokenizer=args.tokenizer, device=device)
     result = evaluate(
         model,
         tokenizer,
@@ -89,6 +100,7 @@ def cli_main(args: argparse.Namespace) -> int:
             "tasks": args.tasks,
             "seed": args.seed,
             "sampling": asdict(sampling),
+            **(describe_device(device) if args.device != DEFAULT_DEVICE else {}),
         },
     }
     if args.table:

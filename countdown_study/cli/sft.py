@@ -15,10 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from countdown_study.training.device import DEVICES
+
 if TYPE_CHECKING:
     from countdown_study.training.sft import SFTConfig
 
-CONFIG_OPTIONS = ("steps", "seed", "threads", "batch_size", "lr", "multi_attempt_share", "checkpoint_every")
+CONFIG_OPTIONS = (
+    "steps", "seed", "threads", "batch_size", "lr", "multi_attempt_share", "checkpoint_every", "device",
+)  # fmt: skip
 """``SFTConfig`` fields the command line sets; an option left out keeps the recipe's value."""
 RECIPE_NAMES = ("solver", "search")
 """The keys of ``training.sft.RECIPES`` (listed here so that parsing imports no torch; a test holds them
@@ -44,6 +48,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lr", type=float, help="peak learning rate")
     parser.add_argument("--multi-attempt-share", type=float, help="share of multi-attempt traces")
     parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
+    parser.add_argument(
+        "--device", choices=DEVICES, help="where the model trains (default cpu; auto: cuda if present)"
+    )
     parser.add_argument(
         "--resume-from",
         type=Path,

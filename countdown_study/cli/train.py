@@ -6,6 +6,8 @@ import argparse
 import json
 from dataclasses import replace
 
+from countdown_study.training.device import DEVICES
+
 PRESET_NAMES = ("cpu", "paper")
 """The names of ``training.loop.PRESETS`` in sorted order, written out so that parsing imports no torch
 (``tests/test_cli.py`` holds them equal)."""
@@ -23,6 +25,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-limit", type=int, help="evaluation tasks")
     parser.add_argument("--seed", type=int, help="run seed")
     parser.add_argument("--threads", type=int, help="torch threads")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="where the run trains: cpu (the presets'), cuda, or auto (cuda if present)",
+    )
     parser.add_argument("--root", default=None, help="run store folder (default results/runs)")
 
 
@@ -30,7 +37,7 @@ def cli_main(args: argparse.Namespace) -> int:
     """Train (or load) the run and print its evaluation summary as JSON."""
     from countdown_study.training.loop import preset, train
 
-    fields = ("sampler", "steps", "prompts_per_step", "group_size", "lr", "seed", "threads")
+    fields = ("sampler", "steps", "prompts_per_step", "group_size", "lr", "seed", "threads", "device")
     changes = {f: getattr(args, f) for f in fields if getattr(args, f) is not None}
     base = preset(args.preset)
     data = {f: getattr(args, f) for f in ("policy", "eval_limit") if getattr(args, f) is not None}

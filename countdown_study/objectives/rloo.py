@@ -144,7 +144,8 @@ def rloo_loss(
 
     ``token_logprobs`` (N, T) carry gradients (``rollout.sequence_logprobs`` at the sampling
     temperature, right-padded); ``mask`` (N, T) marks completion tokens; ``advantages`` (N,) or (P, G),
-    prompt-major. ``behaviour_logprobs`` (N, T) are the sampler's log-probs laid out the same way
+    prompt-major (on any device, or an array: they are moved to the log-probs' device).
+    ``behaviour_logprobs`` (N, T) are the sampler's log-probs laid out the same way
     (``Rollouts.padded_logprobs``; None: on-policy, w = 1);
     ``ref_logprobs`` (N, T) the frozen reference's (needed when ``kl_coef > 0``); ``entropies``
     (N, T) the policy's token entropies (needed when ``entropy_coef > 0``).
@@ -153,7 +154,7 @@ def rloo_loss(
     valid = mask.to(torch.bool)  # (N, T)
     if valid.shape != logp.shape:
         raise ValueError(f"mask shape {tuple(valid.shape)} differs from token_logprobs {tuple(logp.shape)}")
-    adv = torch.as_tensor(advantages, dtype=torch.float32).reshape(-1).detach()  # (N,)
+    adv = torch.as_tensor(advantages, dtype=torch.float32, device=logp.device).reshape(-1).detach()  # (N,)
     if adv.shape[0] != logp.shape[0]:
         raise ValueError(f"{adv.shape[0]} advantages for {logp.shape[0]} sequences")
     for name, tensor in (

@@ -169,6 +169,7 @@ def load_policy(
     tokenizer: str | Path | None = None,
     dtype=torch.float32,
     attention: str | None = None,
+    device: torch.device | str | None = None,
 ):
     """Load ``(model, tokenizer)``: a shipped name (``EMBEDDED_POLICIES``), a local ``save_pretrained``
     folder, or a Hugging Face id.
@@ -176,11 +177,14 @@ def load_policy(
     ``tokenizer`` overrides where the tokenizer comes from (the reports' SFT checkpoint uses
     ``Qwen/Qwen2.5-0.5B``'s), checked as the policy is (``policy_source``) before anything loads.
     ``attention`` is transformers' ``attn_implementation`` of the model's forward (``eager``, ``sdpa``,
-    ...; None: transformers' default). The model is returned in eval mode.
+    ...; None: transformers' default). ``device``: where the model is moved after loading (None: where
+    transformers loads it, the host). The model is returned in eval mode.
     """
     source = policy_source(name_or_path)
     tokenizer_source = policy_source(tokenizer, kind="tokenizer") if tokenizer else source
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation=attention)
+    if device is not None:
+        model.to(device)
     tok = _load_tokenizer(tokenizer_source)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

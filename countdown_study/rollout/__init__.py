@@ -5,7 +5,8 @@ or the one-call form ``sample(model, tokenizer, prompts, group_size, config, see
 
 * ``sampling``: ``SamplingConfig`` (imports no torch);
 * ``core``: ``Rollouts``, prompt encoding, padding, stopping, top-k / top-p, inverse-CDF draws,
-  ``sequence_logprobs`` / ``TokenLogprobs``;
+  ``sequence_logprobs`` / ``TokenLogprobs`` (and ``chunked_token_logprobs``, its large-vocabulary path),
+  ``HOST`` (where results are stored);
 * ``native``: the package's own KV-cache decode loop for Qwen2-style models;
 * ``hf``: transformers ``generate``;
 * ``vllm``: ``VllmRunner``, an in-process vLLM engine (optional extra ``countdown_study[vllm]``);
@@ -23,9 +24,12 @@ from typing import TYPE_CHECKING
 from countdown_study.rollout.sampling import DTYPE_NAMES, ENGINES, SamplingConfig
 
 _LAZY = {
+    "CHUNKED_MODEL_TYPES": "core",
     "DTYPES": "core",
+    "HOST": "core",
     "Rollouts": "core",
     "TokenLogprobs": "core",
+    "chunked_token_logprobs": "core",
     "draw_tokens": "core",
     "encode_prompts": "core",
     "filter_top_k_top_p": "core",
@@ -44,15 +48,18 @@ _LAZY = {
 """Public name -> the submodule that defines it (imported on first access)."""
 
 __all__ = [
+    "CHUNKED_MODEL_TYPES",
     "DTYPES",
     "DTYPE_NAMES",
     "ENGINES",
+    "HOST",
     "VLLM_INSTALL_HINT",
     "Engine",
     "Rollouts",
     "SamplingConfig",
     "TokenLogprobs",
     "VllmRunner",
+    "chunked_token_logprobs",
     "draw_tokens",
     "encode_prompts",
     "filter_top_k_top_p",
@@ -68,9 +75,12 @@ __all__ = [
 
 if TYPE_CHECKING:
     from countdown_study.rollout.core import (
+        CHUNKED_MODEL_TYPES,
         DTYPES,
+        HOST,
         Rollouts,
         TokenLogprobs,
+        chunked_token_logprobs,
         draw_tokens,
         encode_prompts,
         filter_top_k_top_p,

@@ -16,24 +16,33 @@ the tokenizer has one and did not add it (the embedded model sees ``<bos>N 44 19
 
 ``sequence_logprobs`` is the trainer's side: one forward over ``[left pad | prompt | completion | right
 pad]`` with explicit position ids, giving per-token log-probs (and optionally entropies) of the
-completion tokens, differentiable when called under grad.
+completion tokens, differentiable when called under grad. With ``chunk_tokens`` the vocabulary
+projection runs over the real completion tokens a chunk at a time, each chunk's logits recomputed in
+the backward pass, so a micro-batch never holds its full ``(N, T, V)`` float32 logits (a 151,936-token
+vocabulary at 64 x 256 tokens is 10 GB per copy); the values are those of the full-logits path.
 
-Devices: tensors are placed on the model's device (``model_device``); results (``Rollouts`` log-probs)
-are CPU tensors.
+Devices: tensors are placed on the model's device (``model_device``); token lists are padded on the host
+and moved once (``left_pad``); results (``Rollouts`` log-probs) are stored on the host (``HOST``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from countdown_study.countdown.prompts import ANSWER_CLOSE
 from countdown_study.rollout.sampling import SamplingConfig
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 """The torch dtype of each ``SamplingConfig.dtype`` name (``rollout.sampling.DTYPE_NAMES``)."""
+HOST = torch.device("cpu")
+"""Where results are stored (``Rollouts`` log-probs and token ids) and token lists are staged before they
+move to the model's device: the one place the library names the CPU for a tensor."""
 
 
 def model_device(model) -> torch.device:
@@ -110,8 +119,8 @@ class Rollouts:
     def padded_logprobs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Behaviour log-probs right-padded with 0, laid out like ``sequence_logprobs``: (N, T), mask (N, T)."""
         width = max(len(lp) for lp in self.logprobs)
-        values = torch.zeros(len(self.logprobs), width)  # (N, T)
-        mask = torch.zeros(len(self.logprobs), width, dtype=torch.bool)  # (N, T)
+        values = torch.zeros(len(self.logprobs), width, device=HOST)  # (N, T)
+        mask = torch.zeros(len(self.logprobs), width, dtype=torch.bool, device=HOST)  # (N, T)
         for i, lp in enumerate(self.logprobs):
             values[i, : len(lp)] = lp
             mask[i, : len(lp)] = True
@@ -131,16 +140,22 @@ def encode_prompts(tokenizer, prompts: Sequence[str]) -> list[list[int]]:
     return [list(ids) if ids[:1] == [bos] else [bos, *ids] for ids in encoded]
 
 
-def left_pad(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Left-pad token lists: ids (B, L) and attention mask (B, L)."""
+def left_pad(
+    sequences: Sequence[Sequence[int]], pad_id: int, device: torch.device | str = HOST
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-pad token lists: ids (B, L) and attention mask (B, L) on ``device``.
+
+    Rows are written on the host and the two tensors moved once (row by row on a GPU would be one
+    small copy per row).
+    """
     width = max(len(s) for s in sequences)
-    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)  # (B, L)
-    mask = torch.zeros(len(sequences), width, dtype=torch.bool)  # (B, L)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long, device=HOST)  # (B, L)
+    mask = torch.zeros(len(sequences), width, dtype=torch.bool, device=HOST)  # (B, L)
     for i, s in enumerate(sequences):
         if len(s):
-            ids[i, width - len(s) :] = torch.as_tensor(s, dtype=torch.long)
+            ids[i, width - len(s) :] = torch.as_tensor(s, dtype=torch.long, device=HOST)
             mask[i, width - len(s) :] = True
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
@@ -232,7 +247,7 @@ def _finish(
     cuts = [stopper.cut(ids) for ids in raw_ids]
     completion_ids = [ids for ids, _ in cuts]
     logprobs = [
-        lp[: len(ids)].float().cpu().clone() for lp, ids in zip(raw_logprobs, completion_ids, strict=True)
+        lp[: len(ids)].float().to(HOST).clone() for lp, ids in zip(raw_logprobs, completion_ids, strict=True)
     ]
     return Rollouts(
         prompts=list(prompts),
@@ -315,6 +330,76 @@ class TokenLogprobs:
     """(N, T) entropy of the temperature-scaled next-token distribution (when asked for); 0 at padding."""
 
 
+CHUNKED_MODEL_TYPES = ("qwen2", "qwen3", "llama", "mistral")
+"""Architectures whose logits are exactly ``lm_head(decoder(...).last_hidden_state)`` (no soft-capping or
+scaling after the head), the condition of ``sequence_logprobs``' chunked path."""
+
+
+def _check_chunkable(model) -> None:
+    """Chunked log-probs read the decoder's hidden states and apply the head themselves; refuse others."""
+    model_type = getattr(model.config, "model_type", None)
+    if model_type not in CHUNKED_MODEL_TYPES:
+        raise ValueError(
+            f"chunked log-probs support {CHUNKED_MODEL_TYPES} models, not {model_type!r}; use chunk_tokens=0"
+        )
+
+
+def _project(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    temperature: float,
+    with_entropy: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-prob of each target under ``log_softmax(head(hidden) / temperature)``, and the entropy (empty
+    when not asked for): (M, C), (M,) -> (M,), (M,) or (0,). The ops of the full-logits path, per row."""
+    logp_all = torch.log_softmax(F.linear(hidden, weight, bias).float() / temperature, dim=-1)  # (M, V)
+    logprobs = logp_all.gather(-1, targets[:, None]).squeeze(-1)  # (M,)
+    entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else logprobs.new_zeros(0)
+    return logprobs, entropy
+
+
+def chunked_token_logprobs(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    valid: torch.Tensor,
+    head: torch.nn.Linear,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk_tokens: int = 4096,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Per-token log-probs (and entropies) from final hidden states without full logits: (N, T, C) -> (N, T).
+
+    Only the ``valid`` positions (N, T) are projected onto the vocabulary, ``chunk_tokens`` rows at a
+    time; under grad each chunk is checkpointed (its logits are recomputed in the backward pass), so at
+    most one chunk's (chunk_tokens, V) float32 logits exist at once. Zeros at the other positions.
+    """
+    flat_hidden, flat_targets = hidden[valid], targets[valid]  # (M, C), (M,)
+    project = _project
+    if torch.is_grad_enabled():
+        project = partial(checkpoint, _project, use_reentrant=False, preserve_rng_state=False)
+    parts = [
+        project(
+            flat_hidden[start : start + chunk_tokens],
+            flat_targets[start : start + chunk_tokens],
+            head.weight,
+            head.bias,
+            temperature,
+            with_entropy,
+        )
+        for start in range(0, len(flat_targets), chunk_tokens)
+    ]
+    logprobs = torch.cat([lp for lp, _ in parts])  # (M,)
+    token_logprobs = logprobs.new_zeros(valid.shape).masked_scatter(valid, logprobs)  # (N, T)
+    if not with_entropy:
+        return token_logprobs, None
+    entropy = logprobs.new_zeros(valid.shape).masked_scatter(
+        valid, torch.cat([e for _, e in parts])
+    )  # (N, T)
+    return token_logprobs, entropy
+
+
 def sequence_logprobs(
     model,
     prompt_ids: Sequence[Sequence[int]],
@@ -322,40 +407,47 @@ def sequence_logprobs(
     temperature: float = 1.0,
     with_entropy: bool = False,
     pad_id: int | None = None,
+    chunk_tokens: int = 0,
 ) -> TokenLogprobs:
     """Log-probs of each completion given its prompt, from one forward over the whole batch.
 
     Layout (N, Lp + T): ``[left pad | prompt | completion | right pad]`` with explicit position ids and an
     attention mask, so padding changes nothing. The autograd graph is kept when called under grad.
+    ``chunk_tokens`` > 0: the vocabulary projection runs ``chunk_tokens`` completion tokens at a time
+    (``chunked_token_logprobs``; Qwen2-style models, ``CHUNKED_MODEL_TYPES``); 0: one full-logits forward.
     """
     if len(prompt_ids) != len(completion_ids):
         raise ValueError(f"{len(prompt_ids)} prompts for {len(completion_ids)} completions")
     if any(len(p) == 0 for p in prompt_ids):
         raise ValueError("every prompt needs at least one token")
+    if chunk_tokens < 0:
+        raise ValueError(f"chunk_tokens must be >= 0 (0: full logits), got {chunk_tokens}")
+    device = model_device(model)
     pad = pad_id if pad_id is not None else (getattr(model.config, "pad_token_id", None) or 0)
-    prompts, prompt_mask = left_pad(prompt_ids, pad)  # (N, Lp)
+    prompts, prompt_mask = left_pad(prompt_ids, pad, device)  # (N, Lp)
     width = max(len(c) for c in completion_ids)
-    completions, completion_mask = left_pad([list(c)[::-1] for c in completion_ids], pad)
+    completions, completion_mask = left_pad([list(c)[::-1] for c in completion_ids], pad, device)
     completions, completion_mask = completions.flip(-1), completion_mask.flip(-1)  # (N, T) right-padded
     if width == 0:
-        empty = torch.zeros(len(completion_ids), 0)
+        empty = torch.zeros(len(completion_ids), 0, device=device)
         return TokenLogprobs(empty, completion_mask, empty.clone() if with_entropy else None)
-    device = model_device(model)
-    ids = torch.cat([prompts, completions], dim=1).to(device)  # (N, Lp + T)
-    mask = torch.cat([prompt_mask, completion_mask], dim=1).to(device)  # (N, Lp + T)
-    out = model(
-        input_ids=ids,
-        attention_mask=mask.long(),
-        position_ids=positions_from_mask(mask),
-        logits_to_keep=width + 1,
-        use_cache=False,
-    )
+    ids = torch.cat([prompts, completions], dim=1)  # (N, Lp + T)
+    mask = torch.cat([prompt_mask, completion_mask], dim=1)  # (N, Lp + T)
+    inputs = {"input_ids": ids, "attention_mask": mask.long(), "position_ids": positions_from_mask(mask)}
+    if chunk_tokens:
+        _check_chunkable(model)
+        states = model.get_decoder()(**inputs, use_cache=False).last_hidden_state  # (N, Lp + T, C)
+        hidden = states[:, -(width + 1) : -1]  # (N, T, C): position j predicts completion token j
+        logprobs, entropy = chunked_token_logprobs(
+            hidden, completions, completion_mask, model.get_output_embeddings(), temperature, with_entropy,
+            chunk_tokens,
+        )  # fmt: skip
+        return TokenLogprobs(logprobs=logprobs, mask=completion_mask, entropy=entropy)
+    out = model(**inputs, logits_to_keep=width + 1, use_cache=False)
     logits = out.logits[:, :-1].float() / temperature  # (N, T, V): position j predicts completion token j
     logp_all = torch.log_softmax(logits, dim=-1)  # (N, T, V)
-    targets = completions.to(logits.device)  # (N, T)
-    valid = completion_mask.to(logits.device)  # (N, T)
-    logprobs = logp_all.gather(-1, targets[..., None]).squeeze(-1) * valid  # (N, T)
+    logprobs = logp_all.gather(-1, completions[..., None]).squeeze(-1) * completion_mask  # (N, T)
     entropy = None
     if with_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1) * valid  # (N, T)
-    return TokenLogprobs(logprobs=logprobs, mask=valid, entropy=entropy)
+        entropy = -(logp_all.exp() * logp_all).sum(-1) * completion_mask  # (N, T)
+    return TokenLogprobs(logprobs=logprobs, mask=completion_mask, entropy=entropy)

@@ -13,11 +13,23 @@ import copy
 import torch
 
 from countdown_study.countdown.prompts import ANSWER_CLOSE
-from countdown_study.rollout.core import DTYPES, _Stopper, left_pad, model_device, sequence_logprobs
+from countdown_study.rollout.core import (
+    CHUNKED_MODEL_TYPES,
+    DTYPES,
+    HOST,
+    _Stopper,
+    left_pad,
+    model_device,
+    sequence_logprobs,
+)
 from countdown_study.rollout.sampling import SamplingConfig
 
 HF_LOGITS_BYTES = 2 << 30
 """Largest fp32 logits store (N x T x V) the ``hf`` engine keeps for log-probs; beyond it, a forward pass."""
+HF_LOGPROB_CHUNK = 4096
+"""Completion tokens per vocabulary projection of that forward pass (``sequence_logprobs``' chunked path,
+on the architectures it supports): the store it replaces was too large, so the forward does not hold
+full logits either."""
 
 
 def _sampling_copy(model, dtype: str):
@@ -35,11 +47,18 @@ def _keeps_hf_logits(num: int, config: SamplingConfig, vocab: int) -> bool:
 def _forward_logprobs(
     model, prompt_ids, completions, temperature: float, chunk: int = 32
 ) -> list[torch.Tensor]:
-    """Behaviour log-probs recomputed by chunked full forwards of the sampling model (N (T_i,) tensors)."""
+    """Behaviour log-probs recomputed by full forwards of the sampling model over ``chunk`` sequences at
+    a time, each projected onto the vocabulary ``HF_LOGPROB_CHUNK`` tokens at a time where the
+    architecture allows it (N (T_i,) tensors, on the model's device)."""
+    tokens = HF_LOGPROB_CHUNK if getattr(model.config, "model_type", None) in CHUNKED_MODEL_TYPES else 0
     out = []
     for start in range(0, len(completions), chunk):
         part = sequence_logprobs(
-            model, prompt_ids[start : start + chunk], completions[start : start + chunk], temperature
+            model,
+            prompt_ids[start : start + chunk],
+            completions[start : start + chunk],
+            temperature,
+            chunk_tokens=tokens,
         )
         out.extend(
             row[: len(c)] for row, c in zip(part.logprobs, completions[start : start + chunk], strict=True)
@@ -57,15 +76,15 @@ def _sample_hf(model, stopper: _Stopper, prompt_ids, group_size, config, seed, p
     """
     runner = _sampling_copy(model, config.dtype)
     sample_prompts = [p for p in prompt_ids for _ in range(group_size)]
-    ids, mask = left_pad(sample_prompts, pad_id)  # (N, L)
+    device = model_device(runner)
+    ids, mask = left_pad(sample_prompts, pad_id, device)  # (N, L)
     keep_logits = _keeps_hf_logits(len(sample_prompts), config, runner.config.vocab_size)
     kwargs = {"stop_strings": [ANSWER_CLOSE], "tokenizer": stopper.tokenizer} if stopper.by_text else {}
-    device = model_device(runner)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(seed)
         out = runner.generate(
-            input_ids=ids.to(device),
-            attention_mask=mask.long().to(device),
+            input_ids=ids,
+            attention_mask=mask.long(),
             do_sample=True,
             temperature=config.temperature,
             top_k=config.top_k,
@@ -77,10 +96,10 @@ def _sample_hf(model, stopper: _Stopper, prompt_ids, group_size, config, seed, p
             return_dict_in_generate=True,
             **kwargs,
         )
-    new_tokens = out.sequences[:, ids.shape[1] :].cpu()  # (N, T)
+    new_tokens = out.sequences[:, ids.shape[1] :]  # (N, T) on the model's device
     if not keep_logits:
         completions = [stopper.cut(row)[0] for row in new_tokens.tolist()]
         return completions, _forward_logprobs(runner, sample_prompts, completions, config.temperature)
-    logits = torch.stack(out.logits, dim=1).float().cpu()  # (N, T, V)
+    logits = torch.stack(out.logits, dim=1).float()  # (N, T, V)
     logp = torch.log_softmax(logits / config.temperature, dim=-1).gather(-1, new_tokens[..., None])
-    return new_tokens.tolist(), list(logp.squeeze(-1))  # N lists, N (T,) tensors
+    return new_tokens.tolist(), list(logp.squeeze(-1).to(HOST))  # N lists, N (T,) tensors

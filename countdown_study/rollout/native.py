@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from countdown_study.rollout.core import (
     DTYPES,
+    HOST,
     _Stopper,
     draw_tokens,
     left_pad,
@@ -216,8 +217,7 @@ def _compact_cache(cache, keep: torch.Tensor, filled: int) -> list[tuple[torch.T
 def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, seed, pad_id):
     """Raw completions and behaviour log-probs from the native decode loop."""
     device = model_device(model)
-    ids, mask = left_pad(prompt_ids, pad_id)  # (P, L)
-    ids, mask = ids.to(device), mask.to(device)
+    ids, mask = left_pad(prompt_ids, pad_id, device)  # (P, L)
     num, width, new = len(prompt_ids) * group_size, ids.shape[1], config.max_new_tokens
     length = width + new - 1  # the last sampled token is never fed back
     dec = _decoder_weights(model, DTYPES[config.dtype], max(length, 1))
@@ -234,10 +234,10 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
     out_tokens = torch.full((num, new), pad_id, dtype=torch.long, device=device)  # (N, new)
     out_logprobs = torch.zeros(num, new, device=device)  # (N, new)
     lengths = torch.zeros(num, dtype=torch.long, device=device)  # (N,)
-    generator = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
+    generator = torch.Generator(device=HOST).manual_seed(seed)  # on the host: the same draws on every device
     for step in range(new):
         # One uniform per sample and step: a sample's draws do not depend on when other samples stop.
-        uniforms = torch.rand(num, generator=generator, dtype=torch.float64).to(device)[rows]  # (B,)
+        uniforms = torch.rand(num, generator=generator, dtype=torch.float64, device=HOST).to(device)[rows]
         tokens, logprobs = draw_tokens(logits, uniforms, config)  # (B,), (B,)
         live_rows = rows[live]
         out_tokens[live_rows, step] = tokens[live]
@@ -256,6 +256,6 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
         attn_mask = key_valid[:, None, None, : slot + 1]  # (B, 1, 1, span) the filled slots
         logits = _forward(dec, cache, tokens[:, None], next_pos[:, None], slot, attn_mask)
         next_pos = next_pos + 1
-    out_tokens, out_logprobs, lengths = out_tokens.cpu(), out_logprobs.cpu(), lengths.cpu()
+    out_tokens, out_logprobs, lengths = out_tokens.to(HOST), out_logprobs.to(HOST), lengths.to(HOST)
     completions = [out_tokens[i, : lengths[i]].tolist() for i in range(num)]
     return completions, [out_logprobs[i, : lengths[i]] for i in range(num)]

@@ -15,22 +15,29 @@ from countdown_study.policy import load_policy, prompt_template
 from countdown_study.runs.files import atomic_path
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import derive_seed
+from countdown_study.training.device import describe_device
 from countdown_study.training.specs import DataSpec, EvalSpec
 
 
-def load_run_policy(data: DataSpec, attention: str | None = None):
+def load_run_policy(data: DataSpec, attention: str | None = None, device=None):
     """``(model, tokenizer, template)`` of a run: the policy, its tokenizer, the template it is prompted with.
 
-    ``attention``: the attention implementation of the model's forward (``policy.load_policy``).
+    ``attention``: the attention implementation of the model's forward (``policy.load_policy``);
+    ``device``: where the model goes (a resolved ``torch.device``, ``training.device``; None: the host).
     """
-    model, tokenizer = load_policy(data.policy, tokenizer=data.tokenizer, attention=attention)
+    model, tokenizer = load_policy(data.policy, tokenizer=data.tokenizer, attention=attention, device=device)
     return model, tokenizer, data.template or prompt_template(model)
 
 
-def load_reference(data: DataSpec, attention: str | None = None):
-    """The frozen reference policy of a run: the starting policy again, without gradients."""
-    ref_model, _ = load_policy(data.policy, tokenizer=data.tokenizer, attention=attention)
+def load_reference(data: DataSpec, attention: str | None = None, device=None):
+    """The frozen reference policy of a run: the starting policy again, without gradients, on ``device``."""
+    ref_model, _ = load_policy(data.policy, tokenizer=data.tokenizer, attention=attention, device=device)
     return ref_model.requires_grad_(False)
+
+
+def record_device(store: RunStore, device) -> None:
+    """Add the device this attempt of the run runs on to its ``provenance.json`` (``describe_device``)."""
+    store.write_json("provenance", {**store.provenance(), **describe_device(device)})
 
 
 def study_tasks(data: DataSpec) -> tuple[list[Task], list[Task]]:

@@ -26,6 +26,7 @@ from countdown_study.countdown.grading import grade_batch
 from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import SamplingConfig, make_engine, model_device, sequence_logprobs
+from countdown_study.runs.files import OMIT_AT_DEFAULT
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
 from countdown_study.training.common import (
@@ -33,9 +34,11 @@ from countdown_study.training.common import (
     load_reference,
     load_run_policy,
     prompts_for,
+    record_device,
     save_final,
     study_tasks,
 )
+from countdown_study.training.device import DEFAULT_DEVICE, check_device, prepare_device, resolve_device
 from countdown_study.training.specs import DataSpec, EvalSpec, check_positive, check_seed
 
 # ---------------------------------------------------------------------------------------------------
@@ -76,20 +79,31 @@ class IPOConfig:
     """Run seed."""
     threads: int = 2
     """torch threads."""
+    device: str = field(default=DEFAULT_DEVICE, metadata=OMIT_AT_DEFAULT)
+    """Where the policy, the reference, pair sampling and the updates run: ``cpu``, ``cuda`` or ``auto``
+    (as ``TrainConfig.device``, ``training.device``)."""
+    logprob_chunk: int = field(default=0, metadata=OMIT_AT_DEFAULT)
+    """Completion tokens per vocabulary projection in the pairs' log-probs (as
+    ``TrainConfig.logprob_chunk``; 0: full logits)."""
 
     def __post_init__(self) -> None:
         if self.group_size < 2:
             raise ValueError(f"pairs need group_size >= 2, got {self.group_size}")
         if min(self.prompts, self.epochs, self.batch_pairs, self.max_pairs_per_prompt) < 1:
             raise ValueError("prompts, epochs, batch_pairs and max_pairs_per_prompt must be >= 1")
+        if self.logprob_chunk < 0:
+            raise ValueError(f"logprob_chunk must be >= 0 (0: full logits), got {self.logprob_chunk}")
         check_positive("lr", self.lr)
         check_positive("tau", self.tau)
         check_seed(self.seed)
+        check_device(self.device)
 
 
-def _sequence_scores(model, prompt_ids, completion_ids, length_normalize: bool) -> torch.Tensor:
+def _sequence_scores(
+    model, prompt_ids, completion_ids, length_normalize: bool, chunk_tokens: int = 0
+) -> torch.Tensor:
     """Sequence log-probs ``(N,)``: token mean or sum of ``rollout.sequence_logprobs``."""
-    out = sequence_logprobs(model, prompt_ids, completion_ids)
+    out = sequence_logprobs(model, prompt_ids, completion_ids, chunk_tokens=chunk_tokens)
     total = (out.logprobs * out.mask).sum(dim=1)  # (N,)
     return total / out.mask.sum(dim=1).clamp(min=1) if length_normalize else total
 
@@ -115,6 +129,7 @@ def fit_ipo(
     ids, completions = rollouts.sample_prompt_ids, rollouts.completion_ids
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, fused=True)
     rng = derive_rng(config.seed, IPOStream.ORDER)
+    scoring = (config.length_normalize, config.logprob_chunk)
     step = 0
     bar = tqdm(
         total=config.epochs * math.ceil(len(pairs) / config.batch_pairs), desc="ipo", disable=not progress
@@ -127,9 +142,9 @@ def fit_ipo(
             both = [p.chosen for p in chunk] + [p.rejected for p in chunk]  # (2k,) chosen first
             batch = ([ids[i] for i in both], [completions[i] for i in both])
             with torch.autocast(model_device(model).type, dtype=torch.bfloat16):
-                scores = _sequence_scores(model, *batch, config.length_normalize).float()  # (2k,)
+                scores = _sequence_scores(model, *batch, *scoring).float()  # (2k,)
                 with torch.no_grad():
-                    ref = _sequence_scores(ref_model, *batch, config.length_normalize).float()  # (2k,)
+                    ref = _sequence_scores(ref_model, *batch, *scoring).float()  # (2k,)
             k = len(chunk)
             loss, stats = ipo_loss(scores[:k], scores[k:], ref[:k], ref[k:], config.tau)
             loss.backward()
@@ -145,8 +160,11 @@ def fit_ipo(
 
 def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
     """Collect pairs from the starting policy, fit IPO, evaluate; returns the results dict (the run body)."""
-    model, tokenizer, template = load_run_policy(config.data)
-    ref_model = load_reference(config.data)
+    device = resolve_device(config.device)
+    prepare_device(device)
+    record_device(store, device)
+    model, tokenizer, template = load_run_policy(config.data, device=device)
+    ref_model = load_reference(config.data, device=device)
     pool, eval_tasks = study_tasks(config.data)  # same pool and evaluation split as the RLOO runs
     order = derive_rng(config.seed, IPOStream.PROMPTS).permutation(len(pool))[: config.prompts]
     engine = make_engine(model, tokenizer, config.sampling)
@@ -161,8 +179,14 @@ def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
 
 
 def train_ipo(config: IPOConfig, root=None, progress: bool = True, wait: bool = True):
-    """Run (or load) the IPO stage in the run store; returns the finished store (see ``train.train``)."""
-    store = RunStore.open(config, root=root, prefix="ipo", identity=policy_identity(config.data.policy))
+    """Run (or load) the IPO stage in the run store; returns the finished store (see ``train.train``).
+
+    ``cuda`` without a CUDA device fails before a run folder is made (a finished run loads anywhere).
+    """
+    identity = policy_identity(config.data.policy)
+    if not RunStore.locate(config, root=root, prefix="ipo", identity=identity).is_done:
+        resolve_device(config.device)
+    store = RunStore.open(config, root=root, prefix="ipo", identity=identity)
     return store.complete(
         partial(run_ipo, config, progress=progress), threads=config.threads, wait=wait, per_step_log=True
     )

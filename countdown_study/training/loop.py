@@ -10,13 +10,17 @@ One step (``rloo_step``):
    batches (``sampler.refill_batch``) until P groups pass it; the discarded ones are counted in the log.
 3. ``countdown.grading.grade_batch`` grades every completion once (rewards, correctness, reasons;
    ``reward="commit"``: report 003's commit reward replaces the rewards); ``rloo_advantages`` gives (P, G).
-4. The update: micro-batches of sequences through ``rollout.sequence_logprobs`` under bf16 autocast,
-   ``rloo_loss`` (+ every auxiliary loss of ``aux_losses``), gradients accumulated over the whole
-   batch, clipped, one AdamW step.
+4. The update: micro-batches of sequences through ``rollout.sequence_logprobs`` under bf16 autocast
+   (vocabulary projections ``logprob_chunk`` tokens at a time when set), ``rloo_loss`` (+ every
+   auxiliary loss of ``aux_losses``), gradients accumulated over the whole batch, clipped, one AdamW step.
 5. ``sampler.observe(step, batch, grades, advantages)``, then one line of the step log (with the probes'
    rollouts and tokens, so a curriculum's extra generation is visible beside its result).
 
 At the end of training the sampler's logs (``Sampler.records``) go to ``tables/sampler_<name>.parquet``.
+
+Devices: ``TrainConfig.device`` (``training.device``) is resolved when the run starts; the policy, the
+reference and the rollout engine live there, and every tensor of a step follows the policy
+(``rollout.model_device``); the resolved device is recorded in ``provenance.json``.
 
 Auxiliary losses (report 003's VCC) plug in beside the RLOO loss through the config
 (``TrainConfig.aux_losses``, see ``training.aux``), so the run id covers their settings.
@@ -46,6 +50,7 @@ from countdown_study.countdown.grading import Grades, grade_batch
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
+from countdown_study.rollout.core import HOST
 from countdown_study.runs.files import OMIT_AT_DEFAULT
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import REFILLABLE, SAMPLERS, Batch, Sampler, make_sampler
@@ -58,10 +63,12 @@ from countdown_study.training.common import (
     load_reference,
     load_run_policy,
     prompts_for,
+    record_device,
     save_final,
     snapshot_steps,
     study_tasks,
 )
+from countdown_study.training.device import DEFAULT_DEVICE, check_device, prepare_device, resolve_device
 from countdown_study.training.group_filters import GroupFilterSpec, fill, keep_groups, mixed_groups
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
 from countdown_study.training.teacher import teacher_router  # noqa: F401  (registers "adsc_teacher")
@@ -134,6 +141,16 @@ class TrainConfig:
     """bf16 autocast for the update's forward passes (1.6x faster on this CPU than fp32)."""
     checkpoint_every: int = 10
     """Write a resumable checkpoint every this many steps (and at the end)."""
+    device: str = field(default=DEFAULT_DEVICE, metadata=OMIT_AT_DEFAULT)
+    """Where the policy, the reference, rollouts and the update run: ``cpu``, ``cuda`` or ``auto`` (``cuda``
+    when torch sees one, else ``cpu``; resolved at run start and recorded in ``provenance.json``). ``cuda``
+    on a machine without one is refused before a run folder is made (``training.device``)."""
+    logprob_chunk: int = field(default=0, metadata=OMIT_AT_DEFAULT)
+    """Completion tokens per vocabulary projection in the update's log-probs (``sequence_logprobs``'
+    ``chunk_tokens``): each chunk's float32 logits are recomputed in the backward pass instead of a
+    micro-batch holding all of them (64 x 256 tokens x a 151,936-token vocabulary: 10 GB per copy). 0:
+    one full-logits forward per micro-batch, as before; the embedded model's 31-token vocabulary needs
+    none."""
 
     def __post_init__(self) -> None:
         if self.group_size < 2:
@@ -142,6 +159,9 @@ class TrainConfig:
             raise ValueError("prompts_per_step and micro_batch must be >= 1 and steps >= 0")
         if self.checkpoint_every < 1:
             raise ValueError(f"checkpoint_every must be >= 1, got {self.checkpoint_every}")
+        if self.logprob_chunk < 0:
+            raise ValueError(f"logprob_chunk must be >= 0 (0: full logits), got {self.logprob_chunk}")
+        check_device(self.device)
         check_positive("lr", self.lr)
         check_positive("grad_clip", self.grad_clip)
         check_positive("weight_decay", self.weight_decay, allow_zero=True)
@@ -168,7 +188,8 @@ PRESETS: dict[str, TrainConfig] = {
     # CPU preset for the embedded policy: 32 prompts x 8, lr 1e-4, 96 new tokens, 60 steps, no KL.
     "cpu": TrainConfig(),
     # The reports' defaults (000, 002, 004): lr 1e-5 constant, 128 prompts, G = 8, KL 0.001,
-    # entropy 0.001, temperature 1.0, 100 steps, on the paper policy and data.
+    # entropy 0.001, temperature 1.0, 100 steps, on the paper policy and data; on a GPU where there is
+    # one, the update's log-probs projected 4,096 tokens at a time (a 151,936-token vocabulary).
     "paper": TrainConfig(
         data=DataSpec(
             policy="asingh15/qwen-sft-countdown-defaultproj",
@@ -183,6 +204,8 @@ PRESETS: dict[str, TrainConfig] = {
         lr=1e-5,
         loss=RLOOConfig(kl_coef=0.001, entropy_coef=0.001),
         sampling=SamplingConfig(max_new_tokens=1024, engine="vllm"),
+        device="auto",
+        logprob_chunk=4096,
     ),
 }
 """Named configs; ``preset(name, **changes)`` derives variants."""
@@ -200,11 +223,13 @@ def preset(name: str, **changes: Any) -> TrainConfig:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _pad_right(values: Sequence[torch.Tensor], width: int) -> torch.Tensor:
-    out = torch.zeros(len(values), width)  # (n, T)
+def _pad_right(values: Sequence[torch.Tensor], width: int, device: torch.device) -> torch.Tensor:
+    """Host tensors right-padded with 0 into one (n, T) tensor on ``device`` (written on the host, moved
+    once)."""
+    out = torch.zeros(len(values), width, device=HOST)  # (n, T)
     for i, v in enumerate(values):
         out[i, : len(v)] = v
-    return out
+    return out.to(device)
 
 
 def length_grouped(lengths: Sequence[int], size: int) -> list[list[int]]:
@@ -246,16 +271,19 @@ def policy_update(
                 completions,
                 config.sampling.temperature,
                 with_entropy=config.loss.entropy_coef > 0,
+                chunk_tokens=config.logprob_chunk,
             )
             reference = None
             if config.loss.kl_coef > 0:
                 with torch.no_grad():
                     reference = sequence_logprobs(
-                        ref_model, prompts, completions, config.sampling.temperature
+                        ref_model,
+                        prompts,
+                        completions,
+                        config.sampling.temperature,
+                        chunk_tokens=config.logprob_chunk,
                     ).logprobs
-        behaviour = _pad_right([rollouts.logprobs[i] for i in chunk], current.logprobs.shape[1]).to(
-            device
-        )  # (n, T)
+        behaviour = _pad_right([rollouts.logprobs[i] for i in chunk], current.logprobs.shape[1], device)
         loss, stats = rloo_loss(
             current.logprobs,
             current.mask,
@@ -466,11 +494,14 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
 
     The body of an RLOO run: a module-level function of (config, store), so an executor can ship it.
     """
-    model, tokenizer, template = load_run_policy(config.data, config.attention)
+    device = resolve_device(config.device)
+    prepare_device(device)
+    record_device(store, device)
+    model, tokenizer, template = load_run_policy(config.data, config.attention, device)
     aux_losses = build_aux_losses(config.aux_losses, tokenizer)
     ref_model = None
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
-        ref_model = load_reference(config.data, config.attention)
+        ref_model = load_reference(config.data, config.attention, device)
     pool, eval_tasks = study_tasks(config.data)
     sampler = make_sampler(config.sampler, pool, config.seed, **config.sampler_options)
     optimizer = torch.optim.AdamW(
@@ -523,11 +554,13 @@ def train(
 ) -> RunStore:
     """Run ``config`` in the run store and return its finished store (loaded if finished before).
 
-    Another process running the same config is waited for (``wait=False``: ``RunBusyError``). The task
-    sources of a run still to do are read first: an empty or unreadable one fails before a run folder is made.
+    Another process running the same config is waited for (``wait=False``: ``RunBusyError``). The device
+    and the task sources of a run still to do are checked first: ``cuda`` without a CUDA device, or an
+    empty or unreadable task source, fails before a run folder is made (a finished run loads anywhere).
     """
     identity = policy_identity(config.data.policy)
     if not RunStore.locate(config, root=root, prefix=prefix, identity=identity).is_done:
+        resolve_device(config.device)
         with warnings.catch_warnings():  # the run itself warns about its tasks when it loads them
             warnings.simplefilter("ignore")
             study_tasks(config.data)

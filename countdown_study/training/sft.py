@@ -61,11 +61,13 @@ from countdown_study.policy import (
 )
 from countdown_study.policy.traces import SearchRecipe
 from countdown_study.rollout import SamplingConfig, model_device
+from countdown_study.rollout.core import HOST
 from countdown_study.runs.files import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_text, plain
 from countdown_study.runs.provenance import git_state
 from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
 from countdown_study.training.checkpoint import write_checkpoint
-from countdown_study.training.common import save_final
+from countdown_study.training.common import record_device, save_final
+from countdown_study.training.device import DEFAULT_DEVICE, check_device, prepare_device, resolve_device
 from countdown_study.training.sft_data import (
     collate,
     encode_example,
@@ -137,6 +139,9 @@ class SFTConfig:
     search: SearchRecipe | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     """Train on search traces with these proportions (``policy.traces.make_search_trace``); None: solver
     traces (``make_trace``, with ``multi_attempt_share``). (Left out of the JSON while None, too.)"""
+    device: str = field(default=DEFAULT_DEVICE, metadata=OMIT_AT_DEFAULT)
+    """Where the model trains: ``cpu``, ``cuda`` or ``auto`` (``training.device``; resolved at run start
+    and recorded in the run's provenance; left out of the JSON while ``cpu``)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.multi_attempt_share <= 1.0:
@@ -150,6 +155,7 @@ class SFTConfig:
         for name in ("threads", "checkpoint_every", "log_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        check_device(self.device)
 
     @property
     def decay_start(self) -> int:
@@ -224,10 +230,11 @@ def train_step_gradients(
     """
     encoded = [encode_example(tokenizer, prompt, completion) for prompt, completion in examples]
     total_tokens = sum(sum(mask[1:]) for _, mask in encoded)
-    loss = torch.zeros(())
+    device = model_device(model)
+    loss = torch.zeros((), device=device)
     for bucket in length_buckets([len(ids) for ids, _ in encoded], num_buckets):
-        batch = collate([encoded[i] for i in bucket], tokenizer.pad_token_id)
-        with torch.autocast(model_device(model).type, dtype=torch.bfloat16):
+        batch = collate([encoded[i] for i in bucket], tokenizer.pad_token_id, device)
+        with torch.autocast(device.type, dtype=torch.bfloat16):
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         summed, _ = completion_loss_sum(logits, batch["input_ids"], batch["loss_mask"])
         part = summed / total_tokens
@@ -311,8 +318,12 @@ def train_sft(
     An unfinished run resumes from its own checkpoint. Without one, ``resume_from`` (another run's
     checkpoint file or run folder) is continued if ``_check_resumable`` allows it. ``stop_after``
     ends an attempt after that many steps in total, with a checkpoint, as if it had been interrupted:
-    the store returned is then unfinished. ``wait``: see ``RunStore.complete``.
+    the store returned is then unfinished. ``wait``: see ``RunStore.complete``. ``cuda`` without a CUDA
+    device fails before a run folder is made (a finished run loads anywhere).
     """
+    identity = None if config.init_from is None else policy_identity(config.init_from)
+    if not RunStore.locate(run_config(config), root=root, prefix="sft", identity=identity).is_done:
+        resolve_device(config.device)
     store = open_run(config, root)
     body = partial(_run_sft, config, resume_from=resume_from, stop_after=stop_after, progress=progress)
     try:
@@ -336,7 +347,7 @@ def _read_own_checkpoint(path: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        state = torch.load(path, weights_only=False)
+        state = torch.load(path, weights_only=False, map_location=HOST)  # the RNG state must stay on the host
         int(state["step"])
     except UNREADABLE as err:
         warnings.warn(
@@ -358,7 +369,7 @@ def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) 
             return 0, 0.0, float("nan")
         source, own = Path(resume_from), False
         source = checkpoint_path(source) if source.is_dir() else source
-        state = torch.load(source, weights_only=False)
+        state = torch.load(source, weights_only=False, map_location=HOST)
     _check_resumable(state["config"], config, state["step"])
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
@@ -376,8 +387,11 @@ def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) 
 def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progress: bool) -> dict:
     """The body of an SFT run: train (resuming), save the final model, return ``run_facts``."""
     code_state = git_state()  # the code this attempt runs
+    device = resolve_device(config.device)
+    prepare_device(device)
+    record_device(store, device)
     tokenizer = build_tokenizer()
-    model = build_model(tokenizer, config.model, seed=config.seed)
+    model = build_model(tokenizer, config.model, seed=config.seed).to(device)  # initialised on the host
     if config.init_from is not None:
         model.load_state_dict(load_policy(config.init_from)[0].state_dict())
     optimizer = torch.optim.AdamW(

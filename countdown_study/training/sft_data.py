@@ -22,6 +22,7 @@ import torch
 
 from countdown_study.countdown import Derivation, Task, all_solutions, format_prompt, generate_tasks
 from countdown_study.policy.traces import make_search_trace, make_trace
+from countdown_study.rollout.core import HOST
 from countdown_study.seeding import SFTStream, derive_rng
 
 if TYPE_CHECKING:
@@ -109,17 +110,21 @@ def encode_example(tokenizer, prompt: str, completion: str) -> tuple[list[int], 
     return prompt_ids + completion_ids, [False] * len(prompt_ids) + [True] * len(completion_ids)
 
 
-def collate(encoded: Sequence[tuple[list[int], list[bool]]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad a batch: ``input_ids``, ``attention_mask`` and ``loss_mask``, each ``(B, T)``."""
+def collate(
+    encoded: Sequence[tuple[list[int], list[bool]]], pad_id: int, device: torch.device | str = HOST
+) -> dict[str, torch.Tensor]:
+    """Right-pad a batch: ``input_ids``, ``attention_mask`` and ``loss_mask``, each ``(B, T)``, on ``device``
+    (rows are written on the host, the tensors moved once)."""
     length = max(len(ids) for ids, _ in encoded)
-    input_ids = torch.full((len(encoded), length), pad_id, dtype=torch.long)
-    attention_mask = torch.zeros((len(encoded), length), dtype=torch.long)
-    loss_mask = torch.zeros((len(encoded), length), dtype=torch.bool)
+    input_ids = torch.full((len(encoded), length), pad_id, dtype=torch.long, device=HOST)
+    attention_mask = torch.zeros((len(encoded), length), dtype=torch.long, device=HOST)
+    loss_mask = torch.zeros((len(encoded), length), dtype=torch.bool, device=HOST)
     for row, (ids, mask) in enumerate(encoded):
-        input_ids[row, : len(ids)] = torch.tensor(ids)
+        input_ids[row, : len(ids)] = torch.tensor(ids, device=HOST)
         attention_mask[row, : len(ids)] = 1
-        loss_mask[row, : len(ids)] = torch.tensor(mask)
-    return {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask}
+        loss_mask[row, : len(ids)] = torch.tensor(mask, device=HOST)
+    batch = {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask}
+    return {name: tensor.to(device) for name, tensor in batch.items()}
 
 
 def length_buckets(lengths: Sequence[int], num_buckets: int) -> list[list[int]]:
