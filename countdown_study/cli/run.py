@@ -1,8 +1,14 @@
-"""``countdown-study run [NOTEBOOK ...] --preset tiny|quick|full``: the study notebooks through papermill."""
+"""``countdown-study run [NOTEBOOK ...] --preset tiny|quick|full``: the study notebooks through papermill.
+
+With ``--executor local|ray`` the runs of the selected notebooks are trained first, each in a worker
+(``study.grid.train_grid``: a process pool on this machine, or Ray tasks on the cluster at ``--address``);
+the notebooks then find every run finished and load it. Without it each notebook trains its own runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from countdown_study.paths import figures_dir, notebooks_dir, results_dir, runs_dir, tables_dir
@@ -29,7 +35,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--jobs", type=int, default=1,
         help="notebooks run at once (2 on 2 cores with the full preset's one thread per run)",
     )  # fmt: skip
+    parser.add_argument(
+        "--executor", choices=EXECUTOR_NAMES, default=None,
+        help="train every run of the notebooks first, in a local process pool or on a Ray cluster "
+        "(default: each notebook trains its own runs)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--address", default=None,
+        help="--executor ray: the cluster's head node HOST:PORT (default: RAY_ADDRESS, a Ray started on "
+        "this machine, else a local Ray for this command)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--retries", type=int, default=2, help="--executor: failed attempts retried per run (default 2)"
+    )
 
+
+EXECUTOR_NAMES = ("local", "ray")
+"""``runs.executor.BACKENDS``, written out so that parsing imports no torch (``tests/test_cli.py``)."""
 
 RESERVED = ("preset",)
 """Parameters set by their own option (``--preset``), not by ``-p``."""
@@ -59,24 +81,63 @@ def check_parameters(extra: dict) -> None:
             raise ValueError(f"-p {name}: a parameter must be a number, a string or a boolean, got {value!r}")
 
 
+def executor_config(args: argparse.Namespace):
+    """The ``runs.executor.ExecutorConfig`` of ``--executor``, ``--address``, ``--retries``; None without
+    ``--executor``. Raises ``RayMissingError`` for ``--executor ray`` without Ray installed."""
+    from countdown_study.runs.executor import ExecutorConfig, import_ray
+
+    if args.executor is None:
+        if args.address is not None:
+            raise ValueError("--address is for --executor ray")
+        return None
+    config = ExecutorConfig(args.executor, args.address, args.retries)
+    if config.backend == "ray":
+        import_ray()
+    return config
+
+
+def train_first(notebooks: list[Path], args: argparse.Namespace, extra: dict, executor) -> bool:
+    """Train every run of ``notebooks`` with ``executor``; print what it did and each failure."""
+    from countdown_study.study.grid import train_grid
+
+    print(f"training the runs of {len(notebooks)} notebooks with the {executor.backend} executor", flush=True)
+    done = train_grid([nb.stem for nb in notebooks], args.preset, extra, executor)
+    print(
+        f"{len(done.finished)} runs trained, {len(done.skipped)} finished before, {len(done.failed)} failed"
+    )
+    for failure in done.failed:
+        print(f"FAILED {failure.run_id} after {failure.attempts} attempts: {failure.error}")
+    return done.ok
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Run the notebooks and print one line per notebook; exit 1 if any failed.
 
     While they run, each run's progress (trained, resumed, reused, waited for, its step and rate,
-    evaluated, finished) is printed from the run store's event log (``runs.events.watch``).
+    evaluated, finished) is printed from the run store's event log (``runs.events.watch``). With
+    ``--executor`` the runs are trained first; if one fails for good, no notebook runs (exit 1; the same
+    command continues where it stopped).
     """
     from countdown_study.reporting.outputs import headline_contrasts, write_figure_index
     from countdown_study.runs.events import watch
+    from countdown_study.runs.executor import RayMissingError
     from countdown_study.study.pipeline import list_notebooks, run_notebooks
 
     extra = parse_parameters(args.parameter)
     check_parameters(extra)
+    try:
+        executor = executor_config(args)
+    except RayMissingError as err:
+        print(f"countdown-study run: error: {err}", file=sys.stderr)
+        return 2
     notebooks = list_notebooks(args.notebooks)
     if not notebooks:
         print(f"no study notebooks in {notebooks_dir()}")
         return 1
     runs_dir().mkdir(parents=True, exist_ok=True)
     with watch(runs_dir(), write=lambda line: print(f"  {line}", flush=True)):
+        if executor is not None and not train_first(notebooks, args, extra, executor):
+            return 1
         outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
     for o in outcomes:
         status = "ok    " if o.ok else "FAILED"

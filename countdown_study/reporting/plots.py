@@ -105,6 +105,8 @@ LABELS = {
     "sampler_window_mean": "recent pass rate (window mean)",
     "sampler_ema_3": "success EMA, 3-number bucket",
     "sampler_ema_4": "success EMA, 4-number bucket",
+    "sampler_p_3": "probability of the 3-number bucket",
+    "sampler_p_4": "probability of the 4-number bucket",
     "sampler_unlocked": "hard bucket unlocked",
     "sampler_unknown": "prompts never observed",
     "sampler_too_hard": "prompts too hard",

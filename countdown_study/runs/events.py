@@ -3,8 +3,10 @@
 Every run appends one JSON line per event to ``<runs_dir>/events.jsonl`` (ignored by git):
 ``reuse`` (a finished run is loaded), ``wait`` (another process holds it), ``start`` / ``resume``
 (from the last checkpoint), ``step`` (step, steps, seconds), ``evaluate``, ``done`` (wall seconds)
-and ``failed``. ``countdown-study run`` follows the file while notebook kernels write to it
-(``watch``) and prints ``progress_line`` of the events worth a line: notebooks themselves stay quiet.
+and ``failed``; an executor's driver (``runs.executor``) adds ``retry`` (a failed attempt is tried
+again) and ``gave_up`` (the last attempt failed). ``countdown-study run`` follows the file while notebook
+kernels or executor workers write to it (``watch``) and prints ``progress_line`` of the events worth a
+line: notebooks and workers themselves stay quiet.
 
 Writing an event never fails a run: a store that cannot take the line (read-only, disk full) loses
 only the progress line. One ``write`` of one line in append mode keeps lines of concurrent processes
@@ -72,10 +74,12 @@ def progress_line(event: Mapping[str, Any]) -> str | None:
         "evaluate": "evaluating",
         "done": f"finished in {event.get('seconds', 0.0) / 60:.1f} min",
         "failed": f"failed: {event.get('error', '')}",
+        "retry": f"attempt {event.get('attempt')} of {event.get('attempts')} after {event.get('error', '')}",
+        "gave_up": f"given up after {event.get('attempts')} attempts: {event.get('error', '')}",
     }
     if kind not in texts:
         return None
-    verb = {"evaluate": "eval", "failed": "FAILED"}.get(kind, kind)
+    verb = {"evaluate": "eval", "failed": "FAILED", "gave_up": "FAILED"}.get(kind, kind)
     return f"{verb:<8} {who}: {texts[kind]}"
 
 

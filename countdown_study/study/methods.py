@@ -15,12 +15,13 @@ from typing import Any
 
 import pandas as pd
 
+from countdown_study.policy import policy_identity
 from countdown_study.runs.store import RunBusyError, RunStore
-from countdown_study.study.presets import StudyPreset, evaluate_policy_run, study_preset
+from countdown_study.study.presets import EvalRunConfig, StudyPreset, evaluate_policy_run, study_preset
 from countdown_study.training.common import study_tasks
 from countdown_study.training.group_filters import GroupFilterSpec
-from countdown_study.training.ipo import train_ipo
-from countdown_study.training.loop import train
+from countdown_study.training.ipo import IPOConfig, train_ipo
+from countdown_study.training.loop import TrainConfig, train
 from countdown_study.training.specs import AuxLossSpec
 
 # ---------------------------------------------------------------------------------------------------
@@ -266,14 +267,17 @@ CONTRASTS_FIELD = tuple((m.name, UNIFORM.name) for m in FIELD_BASELINES)
 once the best row is known)."""
 
 
-def run_method(
-    method: Method, preset: StudyPreset, seed: int, root=None, progress: bool = True, wait: bool = True
-) -> RunStore:
-    """Run (or load) one method at one seed; ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
+RUN_PREFIXES = {"sft": "eval", "ipo": "ipo", "rloo": "rloo"}
+"""The readable part of each kind's run id (``evaluate_policy_run``, ``train_ipo``, ``train``)."""
+
+
+def method_config(method: Method, preset: StudyPreset, seed: int) -> EvalRunConfig | IPOConfig | TrainConfig:
+    """The config ``run_method`` runs for ``method`` at ``seed``: an ``EvalRunConfig`` (``sft``), an
+    ``IPOConfig`` (``ipo``) or a ``TrainConfig`` (``rloo``); building it loads no model."""
     if method.kind == "sft":
-        return evaluate_policy_run(_with_sets(preset.eval_config(seed), method), root=root, wait=wait)
+        return _with_sets(preset.eval_config(seed), method)
     if method.kind == "ipo":
-        return train_ipo(_with_sets(preset.ipo_config(seed), method), root=root, progress=progress, wait=wait)
+        return _with_sets(preset.ipo_config(seed), method)
     options = dict(method.options)
     if method.sampler in ("staged_thirds", "solution_count_hybrid") or method.sampler.startswith(
         ("fsc_", "solution_count_")
@@ -286,7 +290,31 @@ def run_method(
         config = replace(config, sampling=replace(config.sampling, **method.sampling))
     if method.evaluation:
         config = replace(config, eval=replace(config.eval, **method.evaluation))
-    return train(_with_sets(config, method), root=root, progress=progress, wait=wait)
+    return _with_sets(config, method)
+
+
+def locate_config(kind: str, config, root=None) -> RunStore:
+    """The run store ``run_config`` uses for ``config`` of a method of ``kind`` (its run id and folder),
+    without making, loading or running anything (``is_done`` says whether it finished)."""
+    identity = policy_identity(config.data.policy)
+    return RunStore.locate(config, root=root, prefix=RUN_PREFIXES[kind], identity=identity)
+
+
+def run_config(kind: str, config, root=None, progress: bool = True, wait: bool = True) -> RunStore:
+    """Run (or load) the config ``method_config`` built for a method of ``kind``."""
+    if kind == "sft":
+        return evaluate_policy_run(config, root=root, wait=wait)
+    if kind == "ipo":
+        return train_ipo(config, root=root, progress=progress, wait=wait)
+    return train(config, root=root, progress=progress, wait=wait)
+
+
+def run_method(
+    method: Method, preset: StudyPreset, seed: int, root=None, progress: bool = True, wait: bool = True
+) -> RunStore:
+    """Run (or load) one method at one seed; ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
+    config = method_config(method, preset, seed)
+    return run_config(method.kind, config, root=root, progress=progress, wait=wait)
 
 
 def _with_sets(config, method: Method):

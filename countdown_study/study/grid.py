@@ -1,0 +1,196 @@
+"""The study grid: every (notebook, method, seed) run of some notebooks at a preset, planned without a model.
+
+``NOTEBOOK_STUDIES`` names the method rows of each notebook's ``run_notebook_study`` calls and the
+notebook parameter naming their starting policy (``tests/test_grid.py`` holds it equal to what the
+notebooks run). ``plan_grid`` turns notebooks at a preset into ``PlannedRun``s, one per run id (a run
+several notebooks share, such as uniform RLOO, once), each with the config and run id ``run_method``
+gives it (``methods.method_config``, ``methods.locate_config``). ``train_grid`` runs the planned runs
+with an executor (``runs.executor``: a local process pool or a Ray cluster); the notebooks then find
+every run finished and load it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from countdown_study import paths
+from countdown_study.runs.events import describe
+from countdown_study.runs.executor import Execution, ExecutorConfig, Job, execute
+from countdown_study.study.methods import (
+    CONTROL_002,
+    FIELD_BASELINES,
+    FIELD_CURRICULA,
+    IPO,
+    REPORT_000,
+    REPORT_000_ABLATIONS,
+    REPORT_001,
+    REPORT_001_ABLATIONS,
+    REPORT_002,
+    REPORT_003,
+    REPORT_003_COMMIT,
+    REPORT_004,
+    SEARCH_POLICY,
+    SFT,
+    UNIFORM,
+    UNIFORM_REPLACEMENT,
+    VCC_SWEEP,
+    VCC_SWEEP_CONTROL,
+    Method,
+    locate_config,
+    method_config,
+    run_config,
+)
+from countdown_study.study.presets import StudyPreset, study_preset
+from countdown_study.study.synthesis import MAIN_METHODS, SEARCH_METHODS
+
+# ---------------------------------------------------------------------------------------------------
+# What each notebook runs
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotebookStudy:
+    """One ``run_notebook_study`` call of a notebook."""
+
+    methods: tuple[Method, ...]
+    """Its method rows, in the notebook's order."""
+    policy_parameter: str = "policy"
+    """The notebook parameter naming the rows' starting policy (``-p policy ...``)."""
+    default_policy: str = "embedded"
+    """That parameter's value in the notebook."""
+
+
+NOTEBOOK_STUDIES: dict[str, tuple[NotebookStudy, ...]] = {
+    "01_tasks_and_solver": (),
+    "02_baselines": (NotebookStudy((SFT, IPO, UNIFORM, UNIFORM_REPLACEMENT)),),
+    "03_curricula_000": (NotebookStudy((UNIFORM, *REPORT_000, *REPORT_000_ABLATIONS)),),
+    "04_sliding_window_001": (NotebookStudy((*REPORT_001, *REPORT_001_ABLATIONS)),),
+    "05_feature_space_curriculum_002": (NotebookStudy((SFT, IPO, UNIFORM, CONTROL_002, *REPORT_002)),),
+    "06_solution_count_vcc_003": (
+        NotebookStudy(
+            (SFT, IPO, *REPORT_003, *REPORT_003_COMMIT, VCC_SWEEP_CONTROL, *VCC_SWEEP),
+            default_policy=SEARCH_POLICY,
+        ),
+    ),
+    "07_adsc_004": (NotebookStudy(REPORT_004),),
+    "08_field_baselines": (NotebookStudy((SFT, UNIFORM, *FIELD_BASELINES, *FIELD_CURRICULA)),),
+    "90_synthesis": (
+        NotebookStudy(MAIN_METHODS),
+        NotebookStudy(SEARCH_METHODS, policy_parameter="search_policy", default_policy=SEARCH_POLICY),
+    ),
+}
+"""Each study notebook's ``run_notebook_study`` calls, by notebook stem, in the notebook's order."""
+
+
+def notebook_studies(notebook: str) -> tuple[NotebookStudy, ...]:
+    """The studies of the notebook with stem ``notebook``; one missing from the registry fails."""
+    if notebook not in NOTEBOOK_STUDIES:
+        raise ValueError(f"notebook {notebook!r} has no entry in study.grid.NOTEBOOK_STUDIES")
+    return NOTEBOOK_STUDIES[notebook]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Planning
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of the grid: the config ``run_method`` runs and the rows that ask for it."""
+
+    run_id: str
+    """Its id in the run store."""
+    kind: str
+    """``sft``, ``ipo`` or ``rloo`` (``Method.kind``)."""
+    config: Any
+    """``EvalRunConfig``, ``IPOConfig`` or ``TrainConfig`` (``methods.method_config``)."""
+    rows: tuple[tuple[str, str, int], ...]
+    """(notebook, method name, seed) of every row asking for this run."""
+
+
+def grid_rows(
+    notebooks: Iterable[str], preset: str, parameters: Mapping[str, Any] | None = None
+) -> list[tuple[str, Method, StudyPreset]]:
+    """(notebook, method, study preset) of every method row of ``notebooks`` (stems) at ``preset``, the
+    preset's policy set from ``parameters`` (the notebooks' ``-p`` values) as the notebook sets it."""
+    parameters = parameters or {}
+    rows = []
+    for notebook in notebooks:
+        for study in notebook_studies(notebook):
+            policy = parameters.get(study.policy_parameter, study.default_policy)
+            at = study_preset(preset, policy=policy)
+            rows.extend((notebook, method, at) for method in study.methods)
+    return rows
+
+
+def plan_runs(rows: Iterable[tuple[str, Method, StudyPreset]]) -> list[PlannedRun]:
+    """One ``PlannedRun`` per run id of ``rows`` at every seed of each row's preset, in row order."""
+    planned: dict[str, PlannedRun] = {}
+    for notebook, method, preset in rows:
+        for seed in preset.seeds:
+            config = method_config(method, preset, seed)
+            run_id = locate_config(method.kind, config).run_id
+            asked = (notebook, method.name, seed)
+            known = planned.get(run_id)
+            rows_of = (*known.rows, asked) if known else (asked,)
+            planned[run_id] = PlannedRun(run_id, method.kind, config, rows_of)
+    return list(planned.values())
+
+
+def plan_grid(
+    notebooks: Iterable[str], preset: str, parameters: Mapping[str, Any] | None = None
+) -> list[PlannedRun]:
+    """Every run the notebooks (stems) ask for at ``preset``, once each (``grid_rows``, ``plan_runs``)."""
+    return plan_runs(grid_rows(notebooks, preset, parameters))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------------
+
+
+def run_planned(run: PlannedRun, root: str) -> str:
+    """Finish ``run`` in the store at ``root`` (in a worker) and return its run id.
+
+    A worker whose package or starting policy differs from the driver's would compute another run id:
+    it is refused before anything runs.
+    """
+    here = locate_config(run.kind, run.config, root).run_id
+    if here != run.run_id:
+        raise RuntimeError(
+            f"run {run.run_id} is {here} on this worker: "
+            "its package or starting policy differs from the driver's"
+        )
+    return run_config(run.kind, run.config, root=root, progress=False).run_id
+
+
+def grid_jobs(planned: Sequence[PlannedRun], root: str | Path) -> list[Job]:
+    """An executor job per planned run: its CPUs are its torch threads, a GPU when it runs on ``cuda``."""
+    return [
+        Job(
+            run_id=run.run_id,
+            call=run_planned,
+            args=(run, str(Path(root).resolve())),
+            label=describe(run.config),
+            cpus=run.config.threads,
+            gpus=int(getattr(run.config, "device", "cpu") == "cuda"),
+        )
+        for run in planned
+    ]
+
+
+def train_grid(
+    notebooks: Iterable[str],
+    preset: str,
+    parameters: Mapping[str, Any] | None = None,
+    executor: ExecutorConfig | None = None,
+    root: str | Path | None = None,
+) -> Execution:
+    """Plan the notebooks' grid and finish every run with ``executor`` in the store at ``root``
+    (``paths.runs_dir()`` by default); runs finished before are skipped, failures are returned."""
+    root = Path(root) if root is not None else paths.runs_dir()
+    planned = plan_grid(notebooks, preset, parameters)
+    return execute(grid_jobs(planned, root), root, executor)

@@ -1,0 +1,154 @@
+"""The study grid: the registry is what the notebooks run; planned run ids are the ones run_method gives."""
+
+import ast
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from countdown_study.paths import notebooks_dir, tables_dir
+from countdown_study.study import grid
+from countdown_study.study.methods import SFT, UNIFORM, Method, locate_config, method_config, run_method
+from countdown_study.study.presets import study_preset
+
+NOTEBOOKS = sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+CALL = "run_notebook_study"
+
+
+def _parameters(nb) -> dict:
+    """The defaults of the notebook's papermill ``parameters`` cell."""
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    values: dict = {}
+    exec(cell.source, {}, values)
+    return values
+
+
+def _calls(cell_source: str) -> tuple[list[ast.stmt], list[ast.Call]]:
+    """The cell's statements up to its last ``run_notebook_study`` call, and the calls in order."""
+    body = ast.parse(cell_source).body
+    has_call = [
+        any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == CALL for n in ast.walk(s)) for s in body
+    ]
+    last = max(i for i, hit in enumerate(has_call) if hit)
+    calls = [
+        n
+        for s in body[: last + 1]
+        for n in ast.walk(s)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == CALL
+    ]
+    return body[: last + 1], calls  # fmt: skip
+
+
+def _recorder(into: list):
+    """Stands in for ``run_notebook_study``: records (notebook, methods, policy), trains nothing."""
+
+    def record(notebook, methods, preset, policy="embedded", **_):
+        into.append((notebook, tuple(methods), policy))
+        return None, {}
+
+    return record
+
+
+def notebook_calls(path: Path) -> list[grid.NotebookStudy]:
+    """What ``path`` passes to ``run_notebook_study``, read by running its cells up to each call with the
+    call replaced by a recorder (no run is trained)."""
+    nb = nbformat.read(path, as_version=4)
+    defaults = _parameters(nb)
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or CALL not in cell.source:
+            continue
+        statements, calls = _calls(cell.source)
+        recorded: list = []
+        space = {**defaults}
+        for statement in statements:
+            exec(compile(ast.Module([statement], []), str(path), "exec"), space)
+            space[CALL] = _recorder(recorded)  # after each statement: the cell's import binds the real one
+        assert len(recorded) == len(calls)
+        for (notebook, methods, policy), call in zip(recorded, calls, strict=True):
+            assert notebook == path.stem
+            given = (
+                call.args[3]
+                if len(call.args) > 3
+                else next((k.value for k in call.keywords if k.arg == "policy"), None)
+            )
+            parameter = given.id if isinstance(given, ast.Name) else "policy"
+            assert policy == defaults[parameter]
+            found.append(grid.NotebookStudy(methods, parameter, policy))
+    return found
+
+
+def test_the_registry_names_every_notebook():
+    assert sorted(grid.NOTEBOOK_STUDIES) == [p.stem for p in NOTEBOOKS]
+    with pytest.raises(ValueError, match="no entry in study.grid.NOTEBOOK_STUDIES"):
+        grid.plan_grid(["99_unknown"], "tiny")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_registry_is_what_each_notebook_runs(path):
+    assert tuple(notebook_calls(path)) == grid.NOTEBOOK_STUDIES[path.stem]
+
+
+@pytest.mark.parametrize(
+    ("notebook", "table"),
+    [
+        ("02_baselines", "baselines_paired"),
+        ("03_curricula_000", "curricula_000_paired"),
+        ("04_sliding_window_001", "sliding_window_001_paired"),
+    ],
+)
+def test_planned_run_ids_are_the_committed_full_preset_runs(notebook, table):
+    """The full preset's committed tables record the run id of each (method, seed) the notebook ran."""
+    meta = json.loads((tables_dir("full") / f"{table}.meta.json").read_text())
+    recorded = {(r["method"], r["seed"]): r["run_id"] for r in meta["runs"]}
+    planned = {row[1:]: run.run_id for run in grid.plan_grid([notebook], "full") for row in run.rows}
+    assert planned == recorded
+
+
+def test_a_run_two_notebooks_share_is_planned_once():
+    planned = grid.plan_grid(["02_baselines", "03_curricula_000"], "tiny")
+    assert len(planned) == 4 + 5  # uniform RLOO is in both
+    assert len({run.run_id for run in planned}) == len(planned)
+    [shared] = [run for run in planned if len(run.rows) > 1]
+    assert shared.rows == (("02_baselines", UNIFORM.name, 0), ("03_curricula_000", UNIFORM.name, 0))
+    assert shared.kind == "rloo" and shared.run_id.startswith("rloo-")
+
+
+def test_the_policy_parameter_reaches_only_the_studies_it_names():
+    default = grid.plan_grid(["90_synthesis"], "tiny")
+    assert {run.config.data.policy for run in default} == {"embedded", "embedded-search"}
+    changed = grid.plan_grid(["90_synthesis"], "tiny", {"search_policy": "embedded"})
+    assert {run.config.data.policy for run in changed} == {"embedded"}
+    main = {run.run_id for run in default if run.config.data.policy == "embedded"}
+    assert main <= {run.run_id for run in changed}  # the main block's runs are unchanged
+    assert grid.plan_grid(["06_solution_count_vcc_003"], "tiny", {"search_policy": "embedded"}) == (
+        grid.plan_grid(["06_solution_count_vcc_003"], "tiny")
+    )  # notebook 06 names its policy "policy"
+
+
+def test_a_planned_run_is_the_run_run_method_makes(tmp_path):
+    preset = study_preset("tiny")
+    [planned] = grid.plan_runs([("02_baselines", SFT, preset)])
+    store = run_method(SFT, preset, seed=0, root=tmp_path, progress=False)
+    assert store.run_id == planned.run_id == locate_config("sft", method_config(SFT, preset, 0)).run_id
+    assert store.is_done
+
+
+def test_grid_jobs_ask_for_the_runs_threads_and_a_gpu_only_on_cuda():
+    preset = study_preset("full")
+    planned = grid.plan_runs([("x", UNIFORM, preset)])
+    jobs = grid.grid_jobs(planned, "store")
+    assert [(job.cpus, job.gpus) for job in jobs] == [(1, 0)] * len(preset.seeds)
+    assert jobs[0].args[1] == str(Path("store").resolve())  # workers get an absolute store path
+    assert jobs[0].label == "uniform, seed 0"
+    on_gpu = grid.plan_runs([("x", Method("gpu", changes={"device": "cuda", "threads": 4}), preset)])
+    assert {(job.cpus, job.gpus) for job in grid.grid_jobs(on_gpu, "store")} == {(4, 1)}
+
+
+def test_a_worker_computing_another_run_id_refuses_the_run(tmp_path):
+    [planned] = grid.plan_runs([("02_baselines", SFT, study_preset("tiny"))])
+    skewed = grid.PlannedRun("eval-000000000000", planned.kind, planned.config, planned.rows)
+    with pytest.raises(RuntimeError, match="run eval-000000000000 is eval-.* on this worker"):
+        grid.run_planned(skewed, str(tmp_path))
+    assert not list(tmp_path.iterdir())  # refused before a run folder was made
