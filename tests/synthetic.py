@@ -1,9 +1,13 @@
-"""Synthetic grades for sampler tests: a reward stream as the ``Grades`` the training loop hands over."""
+"""Synthetic inputs for tests: a reward stream as the ``Grades`` the training loop hands over, a tiny policy shape."""
 
 import numpy as np
 
 from countdown_study.countdown.grading import Grades
 from countdown_study.countdown.verifier import Reason
+from countdown_study.policy import TinyModelConfig
+
+TINY_MODEL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+"""The smallest policy shape the tests train (one layer, width 32)."""
 
 
 def grades_of(rewards) -> Grades:

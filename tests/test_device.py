@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 import torch
+from synthetic import TINY_MODEL
 
 from countdown_study.cli import main
 from countdown_study.objectives.rloo import RLOOConfig
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runs.files import plain
 from countdown_study.runs.store import run_id
@@ -20,16 +20,7 @@ from countdown_study.training.ipo import IPOConfig, train_ipo
 from countdown_study.training.loop import PRESETS, TrainConfig, train
 from countdown_study.training.specs import DataSpec, EvalSpec
 
-SMALL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
-
-
-@pytest.fixture(scope="module")
-def tiny_policy(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("policy")
-    tokenizer = build_tokenizer()
-    build_model(tokenizer, SMALL, seed=0).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+SMALL = TINY_MODEL
 
 
 @pytest.fixture

@@ -249,17 +249,6 @@ def test_compare_generators_on_hand_written_logs():
 # ---------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny_policy(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("policy")
-    tokenizer = build_tokenizer()
-    build_model(
-        tokenizer, TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
-    ).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
 def test_a_teacher_router_run_logs_the_teachers_tasks(tiny_policy, tmp_path):
     config = TrainConfig(
         data=DataSpec(tiny_policy, train_tasks="generated:200:1", eval_tasks="generated:20:0", eval_limit=4),

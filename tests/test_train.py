@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from synthetic import TINY_MODEL
 
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
@@ -28,16 +29,7 @@ from countdown_study.training.loop import (
 )
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec
 
-SMALL = TinyModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
-
-
-@pytest.fixture(scope="module")
-def tiny_policy(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("policy")
-    tokenizer = build_tokenizer()
-    build_model(tokenizer, SMALL, seed=0).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+SMALL = TINY_MODEL
 
 
 def tiny_data(policy: str, **changes) -> DataSpec:
