@@ -152,3 +152,16 @@ def test_a_worker_computing_another_run_id_refuses_the_run(tmp_path):
     with pytest.raises(RuntimeError, match="run eval-000000000000 is eval-.* on this worker"):
         grid.run_planned(skewed, str(tmp_path))
     assert not list(tmp_path.iterdir())  # refused before a run folder was made
+
+
+def test_an_extra_set_is_never_larger_than_the_presets_held_out_set():
+    ood_row = next(m for m in grid.REPORT_004 if m.eval_sets)
+    sets = {
+        name: method_config(ood_row, study_preset(name), 0).eval.extra_sets
+        for name in ("full", "quick", "tiny")
+    }
+    assert sets == {
+        "full": (("ood", "ood:200:0"),),
+        "quick": (("ood", "ood:100:0"),),
+        "tiny": (("ood", "ood:6:0"),),
+    }

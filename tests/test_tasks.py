@@ -30,7 +30,7 @@ from countdown_study.countdown.generate import (
     integer_solvable,
     solvable,
 )
-from countdown_study.countdown.load import TaskRowError, load_tasks, load_tasks_with_report
+from countdown_study.countdown.load import TaskRowError, limit_spec, load_tasks, load_tasks_with_report
 from countdown_study.countdown.splits import dedupe, split_tasks
 from countdown_study.countdown.task import Task
 
@@ -392,6 +392,11 @@ def test_generated_spec_and_task_lists():
     assert load_tasks("generated:40:3", limit=5) == generate_tasks(40, 3)[:5]
     assert load_tasks("ood:6:2") == generate_ood_tasks(6, 2)
     assert load_tasks(EXPECTED) == EXPECTED
+    assert limit_spec("ood:200:0", 100) == "ood:100:0"
+    assert limit_spec("generated:40:3", 500) == "generated:40:3"
+    assert limit_spec("data/tasks.parquet", 5) == "data/tasks.parquet"
+    with pytest.raises(ValueError, match="limit must be at least 1, got 0"):
+        limit_spec("ood:200:0", 0)
     with pytest.raises(TaskRowError, match="list of tasks: row 1, field 'row': expected a Task"):
         load_tasks([EXPECTED[0], (1, 2, 3)])
     with pytest.raises(TaskRowError, match="row 0, field 'nums': number 1 \\(0\\) is not positive"):

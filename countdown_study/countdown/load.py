@@ -282,6 +282,18 @@ def _read_file(path: Path, limit: int | None) -> _Rows:
         ) from error
 
 
+def limit_spec(source: str, limit: int) -> str:
+    """``source`` with at most ``limit`` tasks where it is a ``generated:COUNT:SEED`` or ``ood:COUNT:SEED``
+    spec (its count capped at ``limit``); any other source unchanged: ``limit_spec("ood:200:0", 100)`` is
+    ``"ood:100:0"``."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}")
+    spec = _SPEC.fullmatch(str(source))
+    if not spec:
+        return source
+    return f"{spec.group(1)}:{min(int(spec.group(2)), limit)}:{spec.group(3)}"
+
+
 def _read_source(source: str | Path, split: str, limit: int | None, cache_dir: str | Path | None) -> _Rows:
     """Dispatch on the kind of source: spec, local file, dataset folder, or Hugging Face id."""
     text = str(source)

@@ -129,7 +129,8 @@ _ROWS = {
          "no model hub here, and an 8B model cannot run on 2 CPU cores; their 0.5B teacher was useless",
          "training.teacher_train.ProposerConfig, training.teacher.TeacherConfig"),
         ("OOD set", "50 held-out 5-number prompts", "200 generated 5-number tasks (ood:200:0), never trained "
-         "on", "50 prompts give intervals of about +-0.1", "study.OOD_SET"),
+         "on; a smaller preset evaluates no more of them than its held-out tasks (quick: 100)",
+         "50 prompts give intervals of about +-0.1", "study.OOD_SET"),
     ),
     "field": (
         ("dynamic sampling statistic", "DAPO: groups whose accuracy is all 0 or all 1 (verl's metric 'acc')",

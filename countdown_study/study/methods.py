@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from countdown_study.countdown.load import limit_spec
 from countdown_study.policy import policy_identity
 from countdown_study.runs.store import RunBusyError, RunStore
 from countdown_study.study.presets import EvalRunConfig, StudyPreset, evaluate_policy_run, study_preset
@@ -318,10 +319,17 @@ def run_method(
 
 
 def _with_sets(config, method: Method):
-    """``config`` with the method's extra evaluation sets (unchanged without any: same run id)."""
+    """``config`` with the method's extra evaluation sets (unchanged without any: same run id).
+
+    An extra set never has more tasks than the preset's held-out set: a generated set's count is capped
+    at ``data.eval_limit`` (``countdown.load.limit_spec``; ours). The full preset's 200-task OOD set is
+    whole (500 held-out tasks); the quick preset evaluates 100 OOD tasks and the tiny one 6, so a smaller
+    preset is not dominated by a set it reads only beside the main one.
+    """
     if not method.eval_sets:
         return config
-    return replace(config, eval=replace(config.eval, extra_sets=method.eval_sets))
+    sets = tuple((name, limit_spec(source, config.data.eval_limit)) for name, source in method.eval_sets)
+    return replace(config, eval=replace(config.eval, extra_sets=sets))
 
 
 def run_all(
