@@ -16,12 +16,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def cli_main(args: argparse.Namespace) -> int:
     """One line per problem, then a count; exit 1 when a finished run is corrupt."""
-    from countdown_study.runs.store import DONE, RunStore
+    from countdown_study.runs.store import RunStore, is_finished
 
     root = Path(args.root) if args.root else runs_dir()
     if not root.is_dir():
         raise FileNotFoundError(f"no run store at {root}")
-    finished = sorted(p for p in root.iterdir() if (p / DONE).is_file())
+    finished = sorted(p for p in root.iterdir() if is_finished(p))
     problems = [line for path in finished for line in RunStore(path.name, path, None).verify()]
     for line in problems:
         print(line)

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_study.runs.events import record_event
-from countdown_study.runs.store import DONE
+from countdown_study.runs.store import is_finished
 
 BACKENDS = ("local", "ray")
 """Executor backends: a process pool on this machine, or a Ray cluster."""
@@ -132,11 +132,6 @@ class Execution:
 # ---------------------------------------------------------------------------------------------------
 
 
-def is_finished(root: str | Path, run_id: str) -> bool:
-    """Whether the run ``run_id`` under ``root`` finished (its ``DONE`` marker exists)."""
-    return (Path(root) / run_id / DONE).is_file()
-
-
 def pending_jobs(jobs: Iterable[Job], root: str | Path) -> tuple[list[Job], list[str]]:
     """The jobs still to run (the first of each run id) and the run ids finished already."""
     todo, skipped, seen = [], [], set()
@@ -144,7 +139,7 @@ def pending_jobs(jobs: Iterable[Job], root: str | Path) -> tuple[list[Job], list
         if job.run_id in seen:
             continue
         seen.add(job.run_id)
-        if is_finished(root, job.run_id):
+        if is_finished(Path(root) / job.run_id):
             skipped.append(job.run_id)
         else:
             todo.append(job)

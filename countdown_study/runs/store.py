@@ -60,6 +60,11 @@ HASH_CHARS = 12
 """Hex characters of the config hash in a run id."""
 
 
+def is_finished(folder: str | Path) -> bool:
+    """Whether the run in ``folder`` finished (its ``DONE`` marker exists); no lock is taken."""
+    return (Path(folder) / DONE).is_file()
+
+
 def _prefix(config: Any, prefix: str | None) -> str:
     """Readable part of a run id: ``prefix``, else the config's ``name`` field, else its class name."""
     if prefix is None:
@@ -215,7 +220,7 @@ class RunStore:
     @property
     def is_done(self) -> bool:
         """Whether the run finished (its ``DONE`` marker exists)."""
-        return (self.path / DONE).is_file()
+        return is_finished(self.path)
 
     def start(self, seed: int | None = None) -> None:
         """Begin a fresh attempt: clear what an unfinished attempt left, write provenance.

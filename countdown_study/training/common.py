@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from countdown_study.countdown.generate import solvable
 from countdown_study.countdown.load import load_tasks
@@ -15,8 +16,11 @@ from countdown_study.policy import load_policy, prompt_template
 from countdown_study.runs.files import atomic_path
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import derive_seed
-from countdown_study.training.device import describe_device
+from countdown_study.training.device import describe_device, prepare_device, resolve_device
 from countdown_study.training.specs import DataSpec, EvalSpec
+
+if TYPE_CHECKING:
+    import torch
 
 
 def load_run_policy(data: DataSpec, attention: str | None = None, device=None):
@@ -35,9 +39,14 @@ def load_reference(data: DataSpec, attention: str | None = None, device=None):
     return ref_model.requires_grad_(False)
 
 
-def record_device(store: RunStore, device) -> None:
-    """Add the device this attempt of the run runs on to its ``provenance.json`` (``describe_device``)."""
+def start_on_device(store: RunStore, name: str) -> torch.device:
+    """The device a run named ``name`` runs on (``resolve_device``), with its process-wide settings made
+    (``prepare_device``) and recorded in the run's ``provenance.json`` for this attempt
+    (``describe_device``)."""
+    device = resolve_device(name)
+    prepare_device(device)
     store.write_json("provenance", {**store.provenance(), **describe_device(device)})
+    return device
 
 
 def study_tasks(data: DataSpec) -> tuple[list[Task], list[Task]]:

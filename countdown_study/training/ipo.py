@@ -34,11 +34,11 @@ from countdown_study.training.common import (
     load_reference,
     load_run_policy,
     prompts_for,
-    record_device,
     save_final,
+    start_on_device,
     study_tasks,
 )
-from countdown_study.training.device import DEFAULT_DEVICE, check_device, prepare_device, resolve_device
+from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
 from countdown_study.training.specs import DataSpec, EvalSpec, check_positive, check_seed
 
 # ---------------------------------------------------------------------------------------------------
@@ -160,9 +160,7 @@ def fit_ipo(
 
 def run_ipo(config: IPOConfig, store: RunStore, progress: bool = True) -> dict:
     """Collect pairs from the starting policy, fit IPO, evaluate; returns the results dict (the run body)."""
-    device = resolve_device(config.device)
-    prepare_device(device)
-    record_device(store, device)
+    device = start_on_device(store, config.device)
     model, tokenizer, template = load_run_policy(config.data, device=device)
     ref_model = load_reference(config.data, device=device)
     pool, eval_tasks = study_tasks(config.data)  # same pool and evaluation split as the RLOO runs

@@ -63,12 +63,12 @@ from countdown_study.training.common import (
     load_reference,
     load_run_policy,
     prompts_for,
-    record_device,
     save_final,
     snapshot_steps,
+    start_on_device,
     study_tasks,
 )
-from countdown_study.training.device import DEFAULT_DEVICE, check_device, prepare_device, resolve_device
+from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
 from countdown_study.training.group_filters import GroupFilterSpec, fill, keep_groups, mixed_groups
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
 from countdown_study.training.teacher import teacher_router  # noqa: F401  (registers "adsc_teacher")
@@ -494,9 +494,7 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
 
     The body of an RLOO run: a module-level function of (config, store), so an executor can ship it.
     """
-    device = resolve_device(config.device)
-    prepare_device(device)
-    record_device(store, device)
+    device = start_on_device(store, config.device)
     model, tokenizer, template = load_run_policy(config.data, config.attention, device)
     aux_losses = build_aux_losses(config.aux_losses, tokenizer)
     ref_model = None

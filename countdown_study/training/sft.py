@@ -64,10 +64,10 @@ from countdown_study.rollout import SamplingConfig, model_device
 from countdown_study.rollout.core import HOST
 from countdown_study.runs.files import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_text, plain
 from countdown_study.runs.provenance import git_state
-from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
+from countdown_study.runs.store import RunNotFinishedError, RunStore, is_finished
 from countdown_study.training.checkpoint import write_checkpoint
-from countdown_study.training.common import record_device, save_final
-from countdown_study.training.device import DEFAULT_DEVICE, check_device, prepare_device, resolve_device
+from countdown_study.training.common import save_final, start_on_device
+from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
 from countdown_study.training.sft_data import (
     collate,
     encode_example,
@@ -387,9 +387,7 @@ def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) 
 def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progress: bool) -> dict:
     """The body of an SFT run: train (resuming), save the final model, return ``run_facts``."""
     code_state = git_state()  # the code this attempt runs
-    device = resolve_device(config.device)
-    prepare_device(device)
-    record_device(store, device)
+    device = start_on_device(store, config.device)
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, config.model, seed=config.seed).to(device)  # initialised on the host
     if config.init_from is not None:
@@ -465,7 +463,7 @@ def ship(run: RunStore | str | Path, dest: Path = EMBEDDED_CHECKPOINT_DIR) -> Pa
     ``quality`` entry is emptied until ``record_quality`` fills it for these weights.
     """
     path = _run_path(run)
-    if not (path / DONE).is_file():
+    if not is_finished(path):
         raise RunNotFinishedError(f"the SFT run in {path} is not finished; nothing to ship")
     facts = json.loads((path / "results.json").read_text())
     model, tokenizer = load_policy(final_model_dir(path))

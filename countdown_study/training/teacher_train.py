@@ -43,7 +43,7 @@ from countdown_study.policy import (
 )
 from countdown_study.runs.files import atomic_write_text
 from countdown_study.runs.provenance import git_state
-from countdown_study.runs.store import DONE, RunNotFinishedError, RunStore
+from countdown_study.runs.store import RunNotFinishedError, RunStore
 from countdown_study.seeding import SFTStream, derive_rng
 from countdown_study.training.common import save_final, study_tasks
 from countdown_study.training.sft import learning_rate, run_facts, train_step_gradients
@@ -197,7 +197,7 @@ def _train(config: ProposerConfig, store: RunStore, progress: bool) -> dict:
 
 def ship(store: RunStore, dest: Path = TEACHER_CHECKPOINT_DIR) -> Path:
     """Copy a finished run's proposer to ``dest`` with ``teacher.json`` (its facts; measurement emptied)."""
-    if not (store.path / DONE).is_file():
+    if not store.is_done:
         raise RunNotFinishedError(f"the teacher run in {store.path} is not finished; nothing to ship")
     model, tokenizer = load_policy(store.checkpoint_dir / "final")
     dest = Path(dest)
