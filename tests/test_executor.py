@@ -22,6 +22,7 @@ from countdown_study.runs.executor import (
     RayMissingError,
     execute,
     import_ray,
+    task_options,
 )
 from countdown_study.runs.store import DONE
 
@@ -121,6 +122,24 @@ def test_a_killed_local_worker_is_retried_in_a_new_pool(tmp_path):
 def test_executor_configs_are_checked(fields, message):
     with pytest.raises(ValueError, match=message):
         ExecutorConfig(**fields)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "gpu_if_any", "cluster_gpus", "asked"),
+    [
+        (0, False, 8, 0),
+        (1, False, 0, 1),
+        (1, False, 8, 1),
+        (0, True, 0, 0),
+        (0, True, 0.5, 0),
+        (0, True, 2, 1),
+    ],
+)
+def test_a_ray_task_asks_for_a_gpu_when_its_run_needs_one_or_runs_on_auto_beside_one(
+    gpus, gpu_if_any, cluster_gpus, asked
+):
+    job = Job("rloo-0123", call=str, cpus=3, gpus=gpus, gpu_if_any=gpu_if_any)
+    assert task_options(job, cluster_gpus) == {"num_cpus": 3, "num_gpus": asked, "name": "rloo-0123"}
 
 
 def test_without_ray_the_ray_executor_says_how_to_install_it(monkeypatch, capsys):

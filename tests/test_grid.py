@@ -144,6 +144,9 @@ def test_grid_jobs_ask_for_the_runs_threads_and_a_gpu_only_on_cuda():
     assert jobs[0].label == "uniform, seed 0"
     on_gpu = grid.plan_runs([("x", Method("gpu", changes={"device": "cuda", "threads": 4}), preset)])
     assert {(job.cpus, job.gpus) for job in grid.grid_jobs(on_gpu, "store")} == {(4, 1)}
+    assert not any(job.gpu_if_any for job in jobs + grid.grid_jobs(on_gpu, "store"))
+    auto = grid.plan_runs([("x", Method("auto", changes={"device": "auto"}), preset)])
+    assert {(job.gpus, job.gpu_if_any) for job in grid.grid_jobs(auto, "store")} == {(0, True)}
 
 
 def test_a_worker_computing_another_run_id_refuses_the_run(tmp_path):

@@ -70,6 +70,9 @@ class Job:
     """CPU cores the run uses (its torch threads)."""
     gpus: int = 0
     """GPUs the run needs (1 for a run on ``cuda``)."""
+    gpu_if_any: bool = False
+    """The run takes a GPU where the cluster has one and runs on the CPU otherwise (a run on ``auto``).
+    Ray hides the GPUs from a task that asks for none, so such a run must ask for one to see it."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +290,14 @@ def call_job(call: Callable[..., Any], args: tuple) -> Any:
     return call(*args)
 
 
+def task_options(job: Job, cluster_gpus: float) -> dict[str, Any]:
+    """A job's Ray resources on a cluster with ``cluster_gpus`` GPUs: its CPUs, the GPUs it needs, and one
+    GPU for a run on ``auto`` where the cluster has any (without it Ray would hide the GPU from the task
+    and ``auto`` would quietly train on the CPU)."""
+    gpus = max(job.gpus, int(job.gpu_if_any and cluster_gpus >= 1))
+    return {"num_cpus": job.cpus, "num_gpus": gpus, "name": job.run_id}
+
+
 class RayBackend:
     """One Ray task per run, with the run's CPUs and GPUs as its resources; Ray's own retries are off,
     so that every failed attempt is seen, counted and reported here."""
@@ -300,7 +311,7 @@ class RayBackend:
         self.capacity = sys.maxsize  # Ray queues the tasks and places each where its resources are free
 
     def submit(self, job: Job):
-        options = {"num_cpus": job.cpus, "num_gpus": job.gpus, "name": job.run_id}
+        options = task_options(job, self._ray.cluster_resources().get("GPU", 0))
         return self._task.options(**options).remote(job.call, job.args)
 
     def wait(self, handles: list) -> list[tuple[Any, str | None]]:

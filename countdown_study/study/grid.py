@@ -168,7 +168,8 @@ def run_planned(run: PlannedRun, root: str) -> str:
 
 
 def grid_jobs(planned: Sequence[PlannedRun], root: str | Path) -> list[Job]:
-    """An executor job per planned run: its CPUs are its torch threads, a GPU when it runs on ``cuda``."""
+    """An executor job per planned run: its CPUs are its torch threads, a GPU when it runs on ``cuda``, a
+    GPU where the cluster has one when it runs on ``auto``."""
     return [
         Job(
             run_id=run.run_id,
@@ -177,6 +178,7 @@ def grid_jobs(planned: Sequence[PlannedRun], root: str | Path) -> list[Job]:
             label=describe(run.config),
             cpus=run.config.threads,
             gpus=int(getattr(run.config, "device", "cpu") == "cuda"),
+            gpu_if_any=getattr(run.config, "device", "cpu") == "auto",
         )
         for run in planned
     ]
