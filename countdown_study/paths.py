@@ -75,6 +75,11 @@ def notebooks_dir() -> Path:
     return project_root() / "notebooks"
 
 
+def readme_path() -> Path:
+    """The project's README, whose results table ``countdown-study paper --readme`` rewrites."""
+    return project_root() / "README.md"
+
+
 def paper_dir() -> Path:
     """The paper, rebuilt from ``results/`` alone: ``<root>/paper``."""
     return project_root() / "paper"

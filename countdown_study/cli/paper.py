@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from countdown_study.cli.run import PRESET_NAMES
-from countdown_study.paths import PAPER_PRESET, figures_dir, paper_dir, tables_dir
+from countdown_study.paths import PAPER_PRESET, figures_dir, paper_dir, readme_path, tables_dir
 
 LATEX_MISSING = (
     "LaTeX not found (latexmk, pdflatex); install the Debian packages with: "
@@ -28,11 +28,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-pdf", action="store_true", help="write paper/generated only, without running LaTeX"
     )
+    parser.add_argument(
+        "--readme", nargs="?", const="", default=None, metavar="PATH",
+        help="also rewrite the results table of the README (default <root>/README.md) from the preset's "
+        "synthesis_verdicts.csv",
+    )  # fmt: skip
 
 
 def cli_main(args: argparse.Namespace) -> int:
-    """Write ``generated/`` from the results; then ``latexmk -pdf`` into ``build/main.pdf`` (exit 2 without
-    LaTeX, 1 when LaTeX fails, with the end of its log)."""
+    """Write ``generated/`` from the results (with ``--readme``, also the README's results table); then
+    ``latexmk -pdf`` into ``build/main.pdf`` (exit 2 without LaTeX, 1 when LaTeX fails, with the end of
+    its log)."""
     from countdown_study.reporting import paper
 
     folder = Path(args.paper_dir) if args.paper_dir else paper_dir()
@@ -40,6 +46,14 @@ def cli_main(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"no main.tex in {folder}")
     written = paper.write_generated(folder, tables_dir(args.preset), figures_dir(args.preset))
     print(f"{len(written)} files written to {folder / 'generated'}")
+    if args.readme is not None:
+        from countdown_study.reporting.readme import VERDICTS_TABLE, refresh_readme
+
+        readme = Path(args.readme) if args.readme else readme_path()
+        if refresh_readme(readme, tables_dir(args.preset)):
+            print(f"results table of {readme} written from {VERDICTS_TABLE}.csv")
+        else:
+            print(f"{readme} left as it is: no {VERDICTS_TABLE}.csv in {tables_dir(args.preset)} yet")
     if args.no_pdf:
         return 0
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:

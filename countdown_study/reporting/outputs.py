@@ -30,6 +30,14 @@ FILE_DPI = 150
 DISPLAY_DPI = 80
 """Resolution of the PNG shown in a notebook (keeps an executed notebook well under a megabyte)."""
 
+TEXT_COLUMNS = ("report",)
+"""Columns read back as text: report numbers such as ``000`` are names, not integers."""
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A saved table's CSV, with ``TEXT_COLUMNS`` kept as text."""
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str))
+
 
 def provenance_record(**extra: Any) -> dict[str, Any]:
     """Git state, package versions and the time, plus ``extra`` (notebook, preset, run ids...)."""
@@ -91,7 +99,7 @@ def headline_contrasts(folder: Path, notebooks: list[str], metric: str = "pass@1
     for meta_file in sorted(folder.glob("*_paired.meta.json")):
         if json.loads(meta_file.read_text()).get("notebook") not in notebooks:
             continue
-        table = pd.read_csv(meta_file.with_name(meta_file.name.replace(".meta.json", ".csv")))
+        table = read_table(meta_file.with_name(meta_file.name.replace(".meta.json", ".csv")))
         for row in table[table["metric"] == metric].itertuples(index=False):
             verdict = getattr(row, "verdict", "")
             lines.append(

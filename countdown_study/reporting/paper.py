@@ -39,6 +39,7 @@ from countdown_study.reporting.latex import (
     table_float,
     tabular,
 )
+from countdown_study.reporting.outputs import read_table
 from countdown_study.reporting.paper_sections import (
     CLAIMS,
     PAIRED_TABLES,
@@ -312,7 +313,7 @@ def load_results(
     tables_dir: Path, figures_dir: Path
 ) -> tuple[dict[str, pd.DataFrame], dict[str, dict], dict[str, Path]]:
     """Every CSV table (by stem), its ``.meta.json`` (where present) and every figure PDF (by stem)."""
-    tables = {p.stem: pd.read_csv(p) for p in sorted(tables_dir.glob("*.csv"))}
+    tables = {p.stem: read_table(p) for p in sorted(tables_dir.glob("*.csv"))}
     metas = {
         p.name.removesuffix(".meta.json"): json.loads(p.read_text())
         for p in sorted(tables_dir.glob("*.meta.json"))

@@ -1,0 +1,103 @@
+"""The README's results table, written from the synthesis verdict table (``synthesis_verdicts.csv``).
+
+The README keeps the table between two marker lines (``BEGIN``, ``END``); ``countdown-study paper``
+rewrites what lies between them from the full preset's verdict table, so no number in it is typed by
+hand. ``verdict_markdown`` is pure; ``refresh_readme`` reads and writes the files. Imports pandas, no torch.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from countdown_study.reporting.outputs import read_table
+
+VERDICTS_TABLE = "synthesis_verdicts"
+"""The table (in a preset's ``tables/``) the README's results are written from."""
+
+BEGIN = (
+    "<!-- results: begin (written by `countdown-study paper` from results/tables/synthesis_verdicts.csv) -->"
+)
+"""The line opening the README's generated results."""
+END = "<!-- results: end -->"
+"""The line closing them."""
+
+REQUIRED = ("report", "claim", "metric", "their_a", "their_b", "their_model", "model", "our_a", "our_b",
+            "our_diff", "ci_low", "ci_high", "mde", "n_seeds", "verdict")  # fmt: skip
+"""Columns of the verdict table the README uses (``study.synthesis.VERDICT_COLUMNS`` has them all)."""
+
+
+def _given(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _pair(a, b) -> str:
+    return f"{a:.3f} -> {b:.3f}" if _given(a) and _given(b) else "-"
+
+
+def verdict_row(row: pd.Series) -> str:
+    """One claim as a Markdown row: the claim, the report's numbers, ours with the seed-aware interval,
+    the verdict and the minimum detectable effect."""
+    claim = f"{row['report']}: {row['claim']} ({row['metric']})"
+    ours = f"{_pair(row['our_a'], row['our_b'])}: {row['our_diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    mde = f"{row['mde']:.3f}" if _given(row["mde"]) else "-"
+    return f"| {claim} | {_pair(row['their_a'], row['their_b'])} | {ours} | {row['verdict']} | {mde} |"
+
+
+def verdict_markdown(verdicts: pd.DataFrame) -> str:
+    """The README's results: a sentence counting the verdicts, then one row per claim of ``verdicts``
+    (the synthesis verdict table), labelled with whose model each number is on."""
+    missing = [c for c in REQUIRED if c not in verdicts.columns]
+    if missing:
+        raise ValueError(f"the verdict table lacks column(s) {', '.join(missing)}")
+    if verdicts.empty:
+        raise ValueError("the verdict table has no rows")
+    theirs = ", ".join(sorted({str(m) for m in verdicts["their_model"].dropna()})) or "-"
+    ours = ", ".join(sorted({str(m) for m in verdicts["model"].dropna()}))
+    seeds = sorted({int(n) for n in verdicts["n_seeds"]})
+    counts = verdicts["verdict"].value_counts()
+    tally = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    lines = [
+        f"{len(verdicts)} headline claims of the reports: {tally}.",
+        "",
+        f"| claim | report ({theirs}) | here ({ours}, {'/'.join(map(str, seeds))} seeds) | verdict | MDE |",
+        "|---|---|---|---|---|",
+        *(verdict_row(row) for _, row in verdicts.iterrows()),
+    ]
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what lies between the ``BEGIN`` and ``END`` lines replaced by ``block``."""
+    lines = text.split("\n")
+    where = {marker: [i for i, line in enumerate(lines) if line.strip() == marker] for marker in (BEGIN, END)}
+    for marker, found in where.items():
+        if len(found) != 1:
+            raise ValueError(
+                f"the README needs the line {marker!r} exactly once, found it {len(found)} times"
+            )
+    begin, end = where[BEGIN][0], where[END][0]
+    if end < begin:
+        raise ValueError("the README's results end marker comes before its begin marker")
+    return "\n".join([*lines[: begin + 1], block, *lines[end:]])
+
+
+def readme_block(text: str) -> str:
+    """What lies between the ``BEGIN`` and ``END`` lines of ``text`` (the README)."""
+    begin, end = text.index(BEGIN + "\n") + len(BEGIN) + 1, text.index("\n" + END)
+    return text[begin:end]
+
+
+def refresh_readme(readme: Path, tables: Path) -> bool:
+    """Rewrite ``readme``'s results from ``tables/synthesis_verdicts.csv``; False (nothing written) when
+    that table is not there yet."""
+    source = tables / f"{VERDICTS_TABLE}.csv"
+    if not source.is_file():
+        return False
+    text = readme.read_text()
+    updated = replace_block(text, verdict_markdown(read_table(source)))
+    if updated != text:
+        readme.write_text(updated)
+    return True
