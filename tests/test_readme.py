@@ -42,9 +42,10 @@ def verdicts() -> pd.DataFrame:
 
 def test_the_verdict_table_as_markdown_rows():
     assert verdict_markdown(verdicts()).split("\n") == [
-        "2 headline claims of the reports: 1 inside noise, 1 holds.",
+        "2 headline claims of the reports: 1 inside noise, 1 holds. The reports' numbers are on Qwen2.5-0.5B; "
+        "ours on embedded, 5 training seed(s) per method.",
         "",
-        "| claim | report (Qwen2.5-0.5B) | here (embedded, 5 seeds) | verdict | MDE |",
+        "| claim | report: a -> b | here: a -> b: a - b [95% interval] | verdict | MDE |",
         "|---|---|---|---|---|",
         "| 000: fixed_v1 below uniform (pass@1) | 0.381 -> 0.430 | 0.418 -> 0.424: -0.006 [-0.025, +0.014] "
         "| inside noise | 0.026 |",

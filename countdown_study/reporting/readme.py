@@ -54,15 +54,15 @@ def verdict_markdown(verdicts: pd.DataFrame) -> str:
         raise ValueError(f"the verdict table lacks column(s) {', '.join(missing)}")
     if verdicts.empty:
         raise ValueError("the verdict table has no rows")
-    theirs = ", ".join(sorted({str(m) for m in verdicts["their_model"].dropna()})) or "-"
-    ours = ", ".join(sorted({str(m) for m in verdicts["model"].dropna()}))
-    seeds = sorted({int(n) for n in verdicts["n_seeds"]})
-    counts = verdicts["verdict"].value_counts()
-    tally = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    theirs = "; ".join(sorted({str(m) for m in verdicts["their_model"].dropna()})) or "-"
+    ours = "; ".join(sorted({str(m) for m in verdicts["model"].dropna()}))
+    seeds = "/".join(str(n) for n in sorted({int(n) for n in verdicts["n_seeds"]}))
+    tally = ", ".join(f"{n} {verdict}" for verdict, n in verdicts["verdict"].value_counts().items())
     lines = [
-        f"{len(verdicts)} headline claims of the reports: {tally}.",
+        f"{len(verdicts)} headline claims of the reports: {tally}. The reports' numbers are on {theirs}; "
+        f"ours on {ours}, {seeds} training seed(s) per method.",
         "",
-        f"| claim | report ({theirs}) | here ({ours}, {'/'.join(map(str, seeds))} seeds) | verdict | MDE |",
+        "| claim | report: a -> b | here: a -> b: a - b [95% interval] | verdict | MDE |",
         "|---|---|---|---|---|",
         *(verdict_row(row) for _, row in verdicts.iterrows()),
     ]
