@@ -198,3 +198,14 @@ def test_the_pdf_builds_from_partial_results(tmp_path, paper_copy, monkeypatch):
     pdf = paper_copy / "build" / "main.pdf"
     assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF")
     assert r"baselines_pass_at_k.pdf" in (paper_copy / "generated" / "baselines.tex").read_text()
+
+
+def test_report_numbers_are_read_back_as_names(tmp_path):
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "figures").mkdir()
+    pd.DataFrame({"report": ["000", "004"], "diff": [0.5, 1.0]}).to_csv(
+        tmp_path / "tables" / "v.csv", index=False
+    )
+    tables, _, _ = paper.load_results(tmp_path / "tables", tmp_path / "figures")
+    assert list(tables["v"]["report"]) == ["000", "004"]  # not 0 and 4
+    assert list(tables["v"]["diff"]) == [0.5, 1.0]
