@@ -78,7 +78,7 @@ def forest_figure(
         labels.append((y, f"{group['model'].iloc[0]}, against {usual}", True))
         for row in group.itertuples(index=False):
             y -= 1
-            labels.append((y, row.a if row.b == usual else f"{row.a}  (against {row.b})", False))
+            labels.append((y, row.a if row.b == usual else f"{row.a} (against {row.b})", False))
             position[block, row.a, row.b] = y
         y -= 1.5
     colours = report_colours(list(first["report"]))
