@@ -260,10 +260,11 @@ def test_the_ray_executor_leaves_the_store_the_local_executor_leaves(local_grid,
     assert again.finished == () and len(again.skipped) == len(planned)
 
 
-def _kill_at_step(root: Path, run_id: str, step: int, killed: list, timeout: float = 180.0) -> None:
-    """Kill the worker process running ``run_id`` once it logs ``step`` (the pid its events carry)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+def _kill_at_step(root: Path, run_id: str, step: int, killed: list, stop: threading.Event) -> None:
+    """Kill the worker process running ``run_id`` once it logs ``step`` (the pid its events carry); give up
+    when ``stop`` is set (the execution ended). No deadline of its own: on a busy machine Ray may take
+    minutes to start the worker."""
+    while not stop.is_set():
         for event in read_events(root / EVENTS, 0)[0]:  # whole lines only
             if event["run"] == run_id and event["event"] == "step" and event["step"] >= step:
                 os.kill(event["pid"], signal.SIGKILL)
@@ -285,10 +286,14 @@ def test_a_killed_ray_worker_is_retried_and_its_run_equals_an_undisturbed_one(ra
     root = tmp_path / "killed"
     root.mkdir()
     killed: list = []
-    killer = threading.Thread(target=_kill_at_step, args=(root, run.run_id, 2, killed))
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_at_step, args=(root, run.run_id, 2, killed, stop))
     killer.start()
-    done = execute(grid_jobs(planned, root), root, ExecutorConfig("ray", ray_address, retries=1))
-    killer.join()
+    try:
+        done = execute(grid_jobs(planned, root), root, ExecutorConfig("ray", ray_address, retries=1))
+    finally:
+        stop.set()
+        killer.join()
     assert killed, "the run finished before its worker could be killed"
     assert done.finished == (run.run_id,) and done.ok
     events = [e for e in events_of(root) if e["run"] == run.run_id]
