@@ -44,16 +44,17 @@ def cli_main(args: argparse.Namespace) -> int:
     folder = Path(args.paper_dir) if args.paper_dir else paper_dir()
     if not (folder / "main.tex").is_file():
         raise FileNotFoundError(f"no main.tex in {folder}")
-    written = paper.write_generated(folder, tables_dir(args.preset), figures_dir(args.preset))
+    tables = tables_dir(args.preset)
+    written = paper.write_generated(folder, tables, figures_dir(args.preset))
     print(f"{len(written)} files written to {folder / 'generated'}")
     if args.readme is not None:
         from countdown_study.reporting.readme import VERDICTS_TABLE, refresh_readme
 
         readme = Path(args.readme) if args.readme else readme_path()
-        if refresh_readme(readme, tables_dir(args.preset)):
+        if refresh_readme(readme, tables):
             print(f"results table of {readme} written from {VERDICTS_TABLE}.csv")
         else:
-            print(f"{readme} left as it is: no {VERDICTS_TABLE}.csv in {tables_dir(args.preset)} yet")
+            print(f"{readme} left as it is: no {VERDICTS_TABLE}.csv in {tables} yet")
     if args.no_pdf:
         return 0
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:

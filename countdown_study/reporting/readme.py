@@ -7,11 +7,11 @@ hand. ``verdict_markdown`` is pure; ``refresh_readme`` reads and writes the file
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
+from countdown_study.reporting.latex import is_missing
 from countdown_study.reporting.outputs import read_table
 
 VERDICTS_TABLE = "synthesis_verdicts"
@@ -29,12 +29,8 @@ REQUIRED = ("report", "claim", "metric", "their_a", "their_b", "their_model", "m
 """Columns of the verdict table the README uses (``study.synthesis.VERDICT_COLUMNS`` has them all)."""
 
 
-def _given(value) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
 def _pair(a, b) -> str:
-    return f"{a:.3f} -> {b:.3f}" if _given(a) and _given(b) else "-"
+    return "-" if is_missing(a) or is_missing(b) else f"{a:.3f} -> {b:.3f}"
 
 
 def verdict_row(row: pd.Series) -> str:
@@ -42,7 +38,7 @@ def verdict_row(row: pd.Series) -> str:
     the verdict and the minimum detectable effect."""
     claim = f"{row['report']}: {row['claim']} ({row['metric']})"
     ours = f"{_pair(row['our_a'], row['our_b'])}: {row['our_diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
-    mde = f"{row['mde']:.3f}" if _given(row["mde"]) else "-"
+    mde = "-" if is_missing(row["mde"]) else f"{row['mde']:.3f}"
     return f"| {claim} | {_pair(row['their_a'], row['their_b'])} | {ours} | {row['verdict']} | {mde} |"
 
 
@@ -69,9 +65,9 @@ def verdict_markdown(verdicts: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str) -> str:
-    """``text`` with what lies between the ``BEGIN`` and ``END`` lines replaced by ``block``."""
-    lines = text.split("\n")
+def block_bounds(lines: list[str]) -> tuple[int, int]:
+    """The indices of the ``BEGIN`` and ``END`` lines among the README's ``lines`` (each exactly once, in
+    that order)."""
     where = {marker: [i for i, line in enumerate(lines) if line.strip() == marker] for marker in (BEGIN, END)}
     for marker, found in where.items():
         if len(found) != 1:
@@ -81,13 +77,21 @@ def replace_block(text: str, block: str) -> str:
     begin, end = where[BEGIN][0], where[END][0]
     if end < begin:
         raise ValueError("the README's results end marker comes before its begin marker")
+    return begin, end
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what lies between the ``BEGIN`` and ``END`` lines replaced by ``block``."""
+    lines = text.split("\n")
+    begin, end = block_bounds(lines)
     return "\n".join([*lines[: begin + 1], block, *lines[end:]])
 
 
 def readme_block(text: str) -> str:
     """What lies between the ``BEGIN`` and ``END`` lines of ``text`` (the README)."""
-    begin, end = text.index(BEGIN + "\n") + len(BEGIN) + 1, text.index("\n" + END)
-    return text[begin:end]
+    lines = text.split("\n")
+    begin, end = block_bounds(lines)
+    return "\n".join(lines[begin + 1 : end])
 
 
 def refresh_readme(readme: Path, tables: Path) -> bool:

@@ -170,18 +170,21 @@ def run_planned(run: PlannedRun, root: str) -> str:
 def grid_jobs(planned: Sequence[PlannedRun], root: str | Path) -> list[Job]:
     """An executor job per planned run: its CPUs are its torch threads, a GPU when it runs on ``cuda``, a
     GPU where the cluster has one when it runs on ``auto``."""
-    return [
-        Job(
-            run_id=run.run_id,
-            call=run_planned,
-            args=(run, str(Path(root).resolve())),
-            label=describe(run.config),
-            cpus=run.config.threads,
-            gpus=int(getattr(run.config, "device", "cpu") == "cuda"),
-            gpu_if_any=getattr(run.config, "device", "cpu") == "auto",
+    jobs = []
+    for run in planned:
+        device = getattr(run.config, "device", "cpu")
+        jobs.append(
+            Job(
+                run_id=run.run_id,
+                call=run_planned,
+                args=(run, str(Path(root).resolve())),
+                label=describe(run.config),
+                cpus=run.config.threads,
+                gpus=int(device == "cuda"),
+                gpu_if_any=device == "auto",
+            )
         )
-        for run in planned
-    ]
+    return jobs
 
 
 def train_grid(
