@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from countdown_study.study.compare import Comparison, compare, two_level_means, verdict
+from countdown_study.study.compare import (
+    Comparison,
+    compare,
+    two_level_means,
+    verdict,
+    zero_bound,
+    zero_verdict,
+)
 
 
 def simulated_study(rng, true_diff=0.0, tasks=300, seeds=5, seed_sd=0.03, interaction_sd=0.05, cell_sd=0.1):
@@ -99,3 +106,30 @@ def test_bad_input_is_named():
         compare(np.array([[np.nan, 0.0], [0.0, 0.0]]), np.zeros((2, 2)))
     with pytest.raises(ValueError, match="at least 2 shared tasks"):
         compare(np.zeros((1, 3)), np.zeros((1, 3)))
+
+
+def test_zero_bound_is_the_rate_that_shows_a_success_with_the_confidence_asked():
+    assert zero_bound(200) == pytest.approx(1 - 0.025 ** (1 / 200))
+    assert zero_bound(200) == pytest.approx(0.018275, abs=1e-6)
+    # a true rate at the bound leaves all 200 tasks unsolved with probability 2.5%
+    assert (1 - zero_bound(200)) ** 200 == pytest.approx(0.025)
+    # equal to the upper end of scipy's exact (Clopper-Pearson) interval of 0 successes in 200
+    assert zero_bound(200) == pytest.approx(scipy_stats.binomtest(0, 200).proportion_ci(0.95).high)
+    assert zero_bound(50, confidence=0.9) == pytest.approx(1 - 0.05 ** (1 / 50))
+    with pytest.raises(ValueError, match="num_tasks"):
+        zero_bound(0)
+    with pytest.raises(ValueError, match="confidence"):
+        zero_bound(10, confidence=1.0)
+
+
+def test_zero_verdicts():
+    zeros = np.zeros((40, 5))
+    assert zero_verdict(compare(zeros, zeros, n_resamples=200), all_zero=True) == "holds"
+    solved = np.zeros((40, 5))
+    solved[:20] = 1.0  # half the tasks solved under every seed
+    assert zero_verdict(compare(solved, zeros, n_resamples=200), all_zero=False) == "reversed"
+    one = np.zeros((40, 5))
+    one[0, 0] = 1.0  # a single task under a single seed: the interval reaches zero
+    assert zero_verdict(compare(one, zeros, n_resamples=200), all_zero=False) == "inside noise"
+    single = compare(np.ones((3, 1)), np.zeros((3, 1)), n_resamples=100)
+    assert zero_verdict(single, all_zero=False) == "one seed: no verdict"

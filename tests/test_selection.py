@@ -5,7 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from countdown_study.study.selection import select_checkpoints, selection_summary, snapshot_table
+from countdown_study.study.compare import compare
+from countdown_study.study.methods import StudyResult
+from countdown_study.study.selection import (
+    select_checkpoints,
+    selection_claim,
+    selection_matrices,
+    selection_summary,
+    snapshot_table,
+)
 
 
 def snapshots(rows):
@@ -52,8 +60,6 @@ def test_summary_per_method_in_the_order_asked():
 
 
 def test_snapshot_table_reads_run_folders_and_refuses_a_study_without_snapshots(tmp_path):
-    from countdown_study.study.methods import StudyResult
-
     tables = tmp_path / "run" / "tables"
     tables.mkdir(parents=True)
     pd.DataFrame({"task_index": [0, 0, 1, 1], "correct": [True, False, True, True]}).to_parquet(
@@ -75,3 +81,50 @@ def test_snapshot_table_reads_run_folders_and_refuses_a_study_without_snapshots(
     )
     with pytest.raises(ValueError, match="snapshot_every"):
         snapshot_table(empty)
+
+
+def _write_run(folder, snapshots):
+    """A run folder with ``{(set, step): correct per task (2 samples each)}`` test and validation snapshots."""
+    tables = folder / "tables"
+    tables.mkdir(parents=True)
+    for (kind, step), per_task in snapshots.items():
+        rows = [{"task_index": t, "correct": j < c} for t, c in enumerate(per_task) for j in range(2)]
+        pd.DataFrame(rows).to_parquet(tables / f"snapshot_{kind}_{step}.parquet")
+
+
+def test_the_selection_claim_compares_the_selected_with_the_final_checkpoint_per_task(tmp_path):
+    # run a0: validation best at step 10 -> test (2, 1, 0) correct of 2; final step 20 -> test (2, 2, 0)
+    # run a1: validation best at step 20 = final -> no difference
+    # run b0: validation best at step 10 -> test (1, 1, 1); final (2, 1, 1)
+    runs = {
+        ("a", 0): {("val", 10): [2, 2], ("val", 20): [1, 1], ("test", 10): [2, 1, 0], ("test", 20): [2, 2, 0]},
+        ("a", 1): {("val", 10): [0, 1], ("val", 20): [2, 1], ("test", 10): [0, 0, 0], ("test", 20): [1, 2, 1]},
+        ("b", 0): {("val", 10): [2, 0], ("val", 20): [0, 1], ("test", 10): [1, 1, 1], ("test", 20): [2, 1, 1]},
+    }  # fmt: skip
+    for (method, seed), snaps in runs.items():
+        _write_run(tmp_path / f"{method}{seed}", snaps)
+    table = pd.DataFrame([{"method": m, "seed": s, "path": str(tmp_path / f"{m}{s}")} for m, s in runs])
+    result = StudyResult(None, table, pd.DataFrame(), pd.DataFrame(), ("a", "b"))
+    chosen = select_checkpoints(snapshot_table(result))
+    assert chosen["selected_step"].tolist() == [10, 20, 10]
+    selected, final = selection_matrices(result, chosen)
+    assert selected.tolist() == [[1.0, 0.5, 0.5], [0.5, 1.0, 0.5], [0.0, 0.5, 0.5]]  # (tasks, runs)
+    assert final.tolist() == [[1.0, 0.5, 1.0], [1.0, 1.0, 0.5], [0.0, 0.5, 0.5]]
+    row = selection_claim(result, chosen, n_resamples=300).iloc[0]
+    # differences: a0 (0, -.5, 0), a1 (0, 0, 0), b0 (-.5, 0, 0) -> mean -1/9 over the nine cells
+    assert row["diff"] == pytest.approx(-1 / 9) and (row["n_tasks"], row["n_seeds"]) == (3, 3)
+    expected = compare(selected, final, seed=0, n_resamples=300)
+    assert (row["ci_low"], row["ci_high"], row["mde"]) == pytest.approx(
+        (expected.ci_low, expected.ci_high, expected.mde)
+    )
+    assert row["contrast"] == "validation-selected vs final checkpoint" and row["metric"] == "pass@1"
+    assert row["verdict"] == "inside noise"  # a null claim: only "reversed" would contradict it
+
+
+def test_selection_refuses_runs_evaluated_on_other_test_tasks(tmp_path):
+    _write_run(tmp_path / "a0", {("val", 10): [1], ("test", 10): [1, 1]})
+    _write_run(tmp_path / "a1", {("val", 10): [1], ("test", 10): [1, 1, 1]})
+    table = pd.DataFrame([{"method": "a", "seed": s, "path": str(tmp_path / f"a{s}")} for s in (0, 1)])
+    result = StudyResult(None, table, pd.DataFrame(), pd.DataFrame(), ("a",))
+    with pytest.raises(ValueError, match="other test tasks"):
+        selection_matrices(result, select_checkpoints(snapshot_table(result)))

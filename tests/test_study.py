@@ -22,7 +22,9 @@ from countdown_study.study import (
     run_all,
     study_preset,
     summary_table,
+    zero_claims_table,
 )
+from countdown_study.study.compare import compare, zero_bound
 from countdown_study.study.stats import wilson_interval
 
 
@@ -201,3 +203,28 @@ def test_generation_cost_counts_discarded_and_probe_rollouts(tmp_path):
     figure = plots.cost_figure(cost.reset_index(), {"B": "baseline", "C": "field"})
     outputs.save_figure(figure, "cost", folder=tmp_path)
     assert (tmp_path / "cost.png").stat().st_size > 1000
+
+
+def test_zero_claims_read_each_methods_level_against_zero(result):
+    table = zero_claims_table(result, ["A", "B"], metric="pass@1", label="zero", n_resamples=500)
+    rows = table.set_index("contrast")
+    assert list(table.columns) == list(
+        paired_table(result, [("A", "B")], ("pass@1",), n_resamples=10).columns
+    )
+    assert rows.loc["A vs zero", "diff"] == pytest.approx(0.5) and rows.loc["B vs zero", "diff"] == 0.1875
+    assert rows.loc["A vs zero", "mde"] == pytest.approx(
+        compare(problem_matrix(result, "A", "pass@1"), np.zeros((4, 2)), 0, 500).mde
+    )
+    # two seeds (t with 1 degree of freedom): some tasks solved, yet the interval reaches zero
+    assert set(rows["verdict"]) == {"inside noise"}
+    seeds = (0, 1, 2)
+    preset = study_preset("tiny", seeds=seeds)
+    solved = pd.concat([_samples("S", s, [4, 3, 4, 2, 4, 4]) for s in seeds], ignore_index=True)
+    nothing = pd.concat([_samples("Z", s, [0, 0, 0]) for s in seeds], ignore_index=True)
+    three = StudyResult(preset, pd.DataFrame(), pd.concat([solved, nothing]), pd.DataFrame(), ("S", "Z"))
+    rows = zero_claims_table(three, ["S", "Z"], metric="pass@4", n_resamples=200).set_index("contrast")
+    assert rows.loc["S vs zero", "verdict"] == "reversed"  # every task solved under every seed
+    # nothing solved under any seed: the claim holds and the MDE is what that rules out
+    z = rows.loc["Z vs zero"]
+    assert (z["verdict"], z["diff"], z["n_tasks"]) == ("holds", 0.0, 3)
+    assert z["mde"] == pytest.approx(zero_bound(3))

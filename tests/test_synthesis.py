@@ -24,6 +24,7 @@ from countdown_study.study import (
     synthesis,
     synthesis_tables,
 )
+from countdown_study.study.compare import zero_bound
 from countdown_study.study.pipeline import list_notebooks, run_notebooks
 
 SEEDS = (0, 1)
@@ -121,6 +122,67 @@ def test_our_numbers_in_the_verdicts_are_means_over_seeds(results):
         pass1[SFT.name]
     )
     assert table["our_diff"] == pytest.approx(table["our_a"] - table["our_b"])
+
+
+def _with_runs(result: StudyResult, folder, ood_correct: dict[str, list[int]]) -> StudyResult:
+    """``result`` with a run folder per (method, seed); the methods of ``ood_correct`` also evaluated
+    the 5-number set, with those correct counts of 16 per task under every seed."""
+    rows = []
+    for i, method in enumerate(result.methods):
+        for seed in SEEDS:
+            path = folder / f"run-{i}-{seed}"
+            (path / "tables").mkdir(parents=True)
+            if method in ood_correct:
+                samples = pd.DataFrame(_samples(method, seed, ood_correct[method]))
+                samples.drop(columns=["method", "seed"]).to_parquet(path / "tables" / "eval_ood.parquet")
+            rows.append({"method": method, "seed": seed, "path": str(path)})
+    return replace(result, runs=pd.DataFrame(rows))
+
+
+def _sweep(folder) -> StudyResult:
+    """The tight sweep's runs, each with validation and test snapshots at steps 10 and 20 (4 test tasks):
+    validation prefers step 10, whose test pass@1 is 0.25 below the final step's on every task."""
+    rows = []
+    for i, method in enumerate(synthesis.SWEEP_METHODS):
+        for seed in SEEDS:
+            path = folder / f"sweep-{i}-{seed}" / "tables"
+            path.mkdir(parents=True)
+            for kind, step, correct in (("val", 10, 3), ("val", 20, 1), ("test", 10, 1), ("test", 20, 2)):
+                table = [{"task_index": t, "correct": j < correct} for t in range(4) for j in range(4)]
+                pd.DataFrame(table).to_parquet(path / f"snapshot_{kind}_{step}.parquet")
+            rows.append({"method": method.name, "seed": seed, "path": str(path.parent)})
+    preset = study_preset("tiny", seeds=SEEDS, policy="embedded-search")
+    names = tuple(m.name for m in synthesis.SWEEP_METHODS)
+    return StudyResult(preset, pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(), names)
+
+
+def test_the_two_claims_that_are_not_a_difference_of_rows(results, tmp_path):
+    rule, teacher = methods.ZERO_CLAIMS_004
+    main = _with_runs(results[synthesis.MAIN], tmp_path, {rule: [0, 0, 0], teacher: [0, 3, 0]})
+    ood = synthesis.ood_verdicts(main, n_resamples=200).set_index("claim")
+    assert list(ood.index) == [f"{rule} at zero on 5-number tasks", f"{teacher} at zero on 5-number tasks"]
+    assert (
+        set(ood["sign"]) == {0} and set(ood["their_a"]) == {0.0} and set(ood["their_source"]) == {"Table 4"}
+    )
+    never = ood.loc[f"{rule} at zero on 5-number tasks"]
+    assert (never["verdict"], never["our_a"], never["our_b"]) == ("holds", 0.0, 0.0)
+    assert never["mde"] == pytest.approx(zero_bound(3))
+    once = ood.loc[f"{teacher} at zero on 5-number tasks"]  # one task of three solved under both seeds
+    assert once["our_a"] == pytest.approx(1 / 3) and once["verdict"] == "inside noise"  # t(1): wide
+
+    sweep = synthesis.selection_verdicts(_sweep(tmp_path), n_resamples=200).iloc[0]
+    assert (sweep["report"], sweep["sign"], sweep["their_a"]) == ("003", -1, 0.2838)
+    assert np.isnan(sweep["their_b"]) and sweep["model"] == synthesis.block_model(results[synthesis.SEARCH])
+    assert (sweep["our_a"], sweep["our_b"], sweep["our_diff"]) == pytest.approx((0.25, 0.5, -0.25))
+    assert sweep["n_seeds"] == len(synthesis.SWEEP_METHODS) * len(SEEDS)  # every run is a cluster
+    assert sweep["verdict"] == "holds"  # below the final checkpoint on every task of every run
+
+    joined = synthesis.all_verdicts(synthesis.blocks(main, results[synthesis.SEARCH]), _sweep(tmp_path / "again"),
+                                    n_resamples=200)  # fmt: skip
+    assert list(joined.columns) == list(synthesis.VERDICT_COLUMNS)
+    assert len(joined) == len(synthesis.all_claims()) + 3
+    assert joined["report"].is_monotonic_increasing  # 000 ... 004, each report's claims in one group
+    assert joined[joined["report"] == "004"]["source"].tolist()[-2:] == ["ZERO_CLAIMS_004"] * 2
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -322,8 +384,9 @@ def test_the_synthesis_notebook_runs_at_the_tiny_preset(tiny_results):
     meta = json.loads((tiny / "tables" / "synthesis_verdicts.meta.json").read_text())
     assert meta["notebook"] == "90_synthesis" and meta["search_policy"] == "embedded-search"
     assert {run["policy"] for run in meta["runs"]} == {"embedded", "embedded-search"}
-    verdicts = pd.read_csv(tiny / "tables" / "synthesis_verdicts.csv")
-    assert len(verdicts) == len(synthesis.all_claims())
+    verdicts = pd.read_csv(tiny / "tables" / "synthesis_verdicts.csv", dtype={"report": str})
+    assert len(verdicts) == len(synthesis.all_claims()) + len(methods.ZERO_CLAIMS_004) + 1
+    assert {"ZERO_CLAIMS_004", "selection.SELECTION_CLAIM"} <= set(verdicts["source"])
     summary = pd.read_csv(tiny / "tables" / "synthesis_summary.csv")
     assert len(summary) == len(synthesis.MAIN_METHODS) + len(synthesis.SEARCH_METHODS)
     _check_executed_copy(tiny / "executed" / notebook.name, tiny_results)

@@ -228,6 +228,26 @@ _REPORT_003 = Section(
             ),
             "Answer abandonment: the final answer against the first verifying one.",
         ),
+        TableSpec(
+            "vcc_003_sweep_selection_summary",
+            (
+                METHOD_COLUMN,
+                Column("n_seeds", "seeds", "count"),
+                Column("picked_best_share", "picked best"),
+                Column("mean_regret", "regret"),
+                Column("selected_test", "selected"),
+                Column("best_test", "best"),
+                Column("final_test", "final"),
+            ),
+            "The tight sweep's checkpoint selection on validation: the share of seeds where it picked a best "
+            "test checkpoint, its mean cost on test (regret), and the test pass@1 of the selected, the best "
+            "and the final checkpoints.",
+        ),
+        _verdicts(
+            "vcc_003_selection_claim",
+            "Validation selection against the final checkpoint, test pass@1 over the tight sweep's runs "
+            "(a null claim: \\emph{holds} and \\emph{inside noise} agree with it). " + CLAIMS,
+        ),
     ),
     (FigureSpec("vcc_003_final_vs_first", "pass@k of the final answer and of the first verifying answer."),),
 )
@@ -243,6 +263,12 @@ _REPORT_004 = Section(
             "adsc_004_ood",
             (METHOD_COLUMN, *metric_columns("pass@1", "pass@16", "nonzero_pass_at_16")),
             "5-number tasks never trained on (their Table 4).",
+        ),
+        _verdicts(
+            "adsc_004_ood_claims",
+            "Report 004's Table 4 claim: each synthetic student's exact pass@16 on the 5-number tasks against "
+            "zero. Where no task was solved under any seed, the MDE column is the smallest per-task rate that "
+            "would have shown one (Clopper-Pearson bound).",
         ),
     ),
     (FigureSpec("adsc_004_router_state", "The router's arm probabilities and values over training."),),

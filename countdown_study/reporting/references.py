@@ -60,6 +60,9 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
         ("RLOO uniform (Table 2 run)", (0.3063, 0.3611, 0.78)), ("Commit reward only", (0.2925, 0.3481, 0.80)),
         ("Commit reward + VCC", (0.3125, 0.3694, 0.80)), ("VCC-RLOO", (0.3262, 0.3812, 0.78)),
     ) for metric, v in zip(("exact_rate", "mean_score", "pass@16"), vals, strict=True)],
+    # report 003's tight sweep: the checkpoint validation selected (c = 0.005, seed 37, step 60), on test
+    ("003", "Validation-selected checkpoint", "pass@1", 0.2838, "Sec. 5.2, tight sweep"),
+    ("003", "Validation-selected checkpoint", "pass@16", 0.74, "Sec. 5.2, tight sweep"),
     # report 004 (75 steps): mean score, exact rate, pass@16
     ("004", "RLOO uniform", "mean_score", 0.5156, "Results"),
     ("004", "RLOO uniform", "exact_rate", 0.4800, "Results"),

@@ -41,6 +41,7 @@ from countdown_study.study.methods import (
     VCC_SWEEP,
     VCC_SWEEP_CONTROL,
     WHOLE_ROLLOUTS,
+    ZERO_CLAIMS_004,
     Method,
     StudyResult,
     eval_set_result,
@@ -59,7 +60,14 @@ from countdown_study.study.presets import (
     evaluate_policy_run,
     study_preset,
 )
-from countdown_study.study.synthesis import Claim, all_claims, joint_paired, joint_summary, verdict_table
+from countdown_study.study.synthesis import (
+    Claim,
+    all_claims,
+    all_verdicts,
+    joint_paired,
+    joint_summary,
+    verdict_table,
+)
 from countdown_study.study.synthesis_tables import cost_table, tradeoff_table
 from countdown_study.study.tables import (
     METRICS,
@@ -69,6 +77,7 @@ from countdown_study.study.tables import (
     problem_matrix,
     run_summaries,
     summary_table,
+    zero_claims_table,
 )
 
 __all__ = [
@@ -87,6 +96,7 @@ __all__ = [
     "CLAIMS_001",
     "CLAIMS_002",
     "CLAIMS_004",
+    "ZERO_CLAIMS_004",
     "CLAIMS_BASELINES",
     "CONTRASTS_000",
     "CONTRASTS_001",
@@ -129,9 +139,11 @@ __all__ = [
     "sampler_records",
     "study_preset",
     "summary_table",
+    "zero_claims_table",
     "training_pool",
     "Claim",
     "all_claims",
+    "all_verdicts",
     "cost_table",
     "joint_paired",
     "joint_summary",

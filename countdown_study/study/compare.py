@@ -18,6 +18,12 @@ training seed), aligned on tasks and seeds, and the contrast is ``D = a - b``  #
   two-sided 5% test, ``(t(S-1, 0.975) + t(S-1, 0.80)) * se``: the size a null result rules out.
 
 With one seed only the task-only interval exists; ``ci_method`` says so and the t-interval is NaN.
+
+A claim that a rate *stays at zero* (report 004: no 5-number task solved) is judged on the method's own
+``(tasks, seeds)`` values compared with zero (``zero_verdict``): ``reversed`` when the seed-aware interval
+lies above zero, ``holds`` when no task was solved under any seed, ``inside noise`` otherwise. With
+nothing solved the bootstrap interval collapses to a point, so what such a result rules out is given by
+``zero_bound`` instead of a minimum detectable effect.
 """
 
 from __future__ import annotations
@@ -167,3 +173,32 @@ def verdict(comparison: Comparison, claimed_sign: int) -> str:
         return "inside noise"
     observed = 1 if comparison.ci_low > 0 else -1
     return "holds" if observed == claimed_sign else "reversed"
+
+
+def zero_bound(num_tasks: int, confidence: float = 0.95) -> float:
+    """Upper end of the Clopper-Pearson interval of a per-task success rate when none of ``num_tasks``
+    tasks succeeded: ``1 - ((1 - confidence) / 2) ** (1 / num_tasks)``.
+
+    Counted over tasks only (the training seeds taken as one, the conservative case where seeds agree),
+    it is the smallest rate that would have shown at least one success with probability
+    ``1 - (1 - confidence) / 2``: what an all-zero result rules out.
+    """
+    if num_tasks < 1:
+        raise ValueError(f"num_tasks must be at least 1, got {num_tasks}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    return 1.0 - ((1.0 - confidence) / 2.0) ** (1.0 / num_tasks)
+
+
+def zero_verdict(comparison: Comparison, all_zero: bool) -> str:
+    """A claim that a rate stays at zero, under the comparison of the method's values with zero.
+
+    ``reversed`` when the seed-aware interval lies above zero, ``holds`` when no task succeeded under any
+    seed (``all_zero``; ``zero_bound`` says how small a rate that rules out), ``inside noise`` when some
+    succeeded but the interval reaches zero, ``ONE_SEED`` with a single training seed.
+    """
+    if comparison.n_seeds < 2:
+        return ONE_SEED
+    if comparison.ci_low > 0:
+        return "reversed"
+    return "holds" if all_zero else "inside noise"

@@ -44,7 +44,7 @@ from countdown_study.study.methods import (
     run_config,
 )
 from countdown_study.study.presets import StudyPreset, study_preset
-from countdown_study.study.synthesis import MAIN_METHODS, SEARCH_METHODS
+from countdown_study.study.synthesis import MAIN_METHODS, SEARCH_METHODS, SWEEP_METHODS
 
 # ---------------------------------------------------------------------------------------------------
 # What each notebook runs
@@ -80,6 +80,7 @@ NOTEBOOK_STUDIES: dict[str, tuple[NotebookStudy, ...]] = {
     "90_synthesis": (
         NotebookStudy(MAIN_METHODS),
         NotebookStudy(SEARCH_METHODS, policy_parameter="search_policy", default_policy=SEARCH_POLICY),
+        NotebookStudy(SWEEP_METHODS, policy_parameter="search_policy", default_policy=SEARCH_POLICY),
     ),
 }
 """Each study notebook's ``run_notebook_study`` calls, by notebook stem, in the notebook's order."""

@@ -156,6 +156,9 @@ CLAIMS_004 = {
 }
 """Report 004's claims, signed: the real-only router and teacher ADSC beat vanilla RLOO; rule-based ADSC
 trails it."""
+ZERO_CLAIMS_004 = (REPORT_004[2].name, REPORT_004[3].name)
+"""Report 004's Table 4 claim: neither synthetic student solves a 5-number task exactly at pass@16 (0% and
+0%), judged as a rate that stays at zero (``tables.zero_claims_table``)."""
 
 CONTROL_002 = UNIFORM_REPLACEMENT
 """Report 002's uniform control: its static mode draws uniformly with replacement, which is

@@ -7,6 +7,13 @@ training pool, their ``train[:200]``) and on the held-out tasks (``tables/snapsh
 These pure functions read them and choose: per (method, seed) the step with the highest validation
 pass@1 (ties: the earliest; report 003 does not say, ours), whether it is also a step with the highest
 test pass@1, and what choosing it cost on test (regret) against the best checkpoint and the final one.
+
+Report 003's claim that validation "did not reliably select the best test checkpoint" is judged by
+``selection_claim``: the test pass@1 of the validation-selected checkpoint minus that of the final one,
+per task, with the study's seed-aware comparison. The contrast is with the final checkpoint (what a run
+gives without selection), not with the best test checkpoint: that one is chosen on the test tasks
+themselves, so its regret is positive under test noise even for a perfect selector and cannot be tested
+against zero (ours; the report gives no test).
 """
 
 from __future__ import annotations
@@ -14,9 +21,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from countdown_study.study.compare import compare, verdict
 from countdown_study.study.methods import StudyResult
+from countdown_study.study.tables import PAIRED_COLUMNS, comparison_row
 
 _SNAPSHOT = re.compile(r"snapshot_(val|test)_(\d+)\.parquet")
 
@@ -74,3 +84,51 @@ def selection_summary(selection: pd.DataFrame, methods: tuple[str, ...] | None =
     if methods is not None:
         summary = summary.reindex([m for m in methods if m in summary.index])
     return summary.reset_index()
+
+
+SELECTION_CLAIM = -1
+"""Report 003's claim, signed: the validation-selected checkpoint is not above the final one on test (a null
+claim: ``holds`` and ``inside noise`` agree with it; ``reversed`` says validation selection reliably beats
+taking the last checkpoint)."""
+SELECTION_CONTRAST = "validation-selected vs final checkpoint"
+"""The ``contrast`` of ``selection_claim``'s row."""
+
+
+def _task_pass_at_1(file: Path) -> pd.Series:
+    samples = pd.read_parquet(file, columns=["task_index", "correct"])
+    return samples.groupby("task_index")["correct"].mean().sort_index()
+
+
+def selection_matrices(result: StudyResult, chosen: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per-task test pass@1 at the validation-selected and at the final checkpoint of every run of
+    ``chosen`` (``select_checkpoints``), each ``(tasks, runs)``, read from the runs' test snapshots."""
+    paths = {(r.method, r.seed): Path(r.path) for r in result.runs.itertuples(index=False)}
+    selected, final, tasks = [], [], None
+    for row in chosen.itertuples(index=False):
+        folder = paths[(row.method, row.seed)] / "tables"
+        steps = sorted(int(m.group(2)) for f in folder.glob("snapshot_test_*.parquet")
+                       if (m := _SNAPSHOT.fullmatch(f.name)))  # fmt: skip
+        for step, column in ((row.selected_step, selected), (steps[-1], final)):
+            values = _task_pass_at_1(folder / f"snapshot_test_{step}.parquet")
+            if tasks is None:
+                tasks = values.index
+            elif not values.index.equals(tasks):
+                raise ValueError(
+                    f"run {row.method!r} seed {row.seed} step {step} has other test tasks than the first run"
+                )
+            column.append(values.to_numpy(dtype=float))
+    if tasks is None:
+        raise ValueError("no run to compare: select_checkpoints gave no rows")
+    return np.stack(selected, axis=1), np.stack(final, axis=1)
+
+
+def selection_claim(
+    result: StudyResult, chosen: pd.DataFrame, n_resamples: int = 5000, seed: int = 0
+) -> pd.DataFrame:
+    """Report 003's claim on validation selection as one ``PAIRED_COLUMNS`` row (module docstring): the
+    selected minus the final checkpoint's test pass@1 over tasks and every run of ``chosen``, each run
+    (method, seed) a cluster of the two-level bootstrap (``n_seeds`` counts runs), judged with
+    ``SELECTION_CLAIM``."""
+    c = compare(*selection_matrices(result, chosen), seed=seed, n_resamples=n_resamples)
+    row = comparison_row(SELECTION_CONTRAST, "pass@1", c, verdict(c, SELECTION_CLAIM))
+    return pd.DataFrame([row], columns=list(PAIRED_COLUMNS))

@@ -51,11 +51,22 @@ from countdown_study.study.methods import (
     SFT,
     UNIFORM,
     UNIFORM_REPLACEMENT,
+    VCC_SWEEP,
+    VCC_SWEEP_CONTROL,
+    ZERO_CLAIMS_004,
     Method,
     StudyResult,
+    eval_set_result,
     model_label,
 )
-from countdown_study.study.tables import paired_table, problem_matrix, summary_table
+from countdown_study.study.selection import (
+    SELECTION_CLAIM,
+    SELECTION_CONTRAST,
+    select_checkpoints,
+    selection_claim,
+    snapshot_table,
+)
+from countdown_study.study.tables import paired_table, problem_matrix, summary_table, zero_claims_table
 
 # ---------------------------------------------------------------------------------------------------
 # The rows, in two blocks
@@ -133,10 +144,13 @@ def block_model(result: StudyResult) -> str:
     return model_label(result.preset.data.policy)
 
 
-def joint_meta(meta: Mapping[str, Any], search_meta: Mapping[str, Any]) -> dict[str, Any]:
-    """One provenance ``meta`` for both blocks: ``meta`` with ``search_policy`` and every run of both, each
-    run record naming its starting policy."""
-    runs = [{**run, "policy": m["policy"]} for m in (meta, search_meta) for run in m["runs"]]
+def joint_meta(
+    meta: Mapping[str, Any], search_meta: Mapping[str, Any], *more: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One provenance ``meta`` for every study of the notebook: ``meta`` with ``search_policy`` (of
+    ``search_meta``) and every run of all of them (``more``: further studies, such as report 003's tight
+    sweep), each run record naming its starting policy."""
+    runs = [{**run, "policy": m["policy"]} for m in (meta, search_meta, *more) for run in m["runs"]]
     return {**meta, "search_policy": search_meta["policy"], "runs": runs}
 
 
@@ -328,11 +342,88 @@ def verdict_table(
         key = (claim.a, claim.b, claim.metric)
         ours = paired_table(result, [key[:2]], (claim.metric,), n_resamples, seed, {key: claim.sign}).iloc[0]
         our_a, our_b = (float(means[claim.block].loc[m, claim.metric]) for m in key[:2])
-        rows.append({"report": claim.report, "source": claim.source,
-                     "claim": f"{claim.a} {'above' if claim.sign > 0 else 'below'} {claim.b}",
-                     "metric": claim.metric, "sign": claim.sign, **their_numbers(claim),
-                     "model": block_model(result),
-                     "our_a": our_a, "our_b": our_b, "our_diff": ours["diff"], "ci_low": ours["ci_low"],
-                     "ci_high": ours["ci_high"], "mde": ours["mde"], "n_seeds": ours["n_seeds"],
-                     "verdict": ours["verdict"]})  # fmt: skip
+        text = f"{claim.a} {'above' if claim.sign > 0 else 'below'} {claim.b}"
+        head = {"report": claim.report, "source": claim.source, "claim": text, "metric": claim.metric,
+                "sign": claim.sign}  # fmt: skip
+        rows.append(claim_row(head, their_numbers(claim), block_model(result), our_a, our_b, ours))
     return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
+
+
+def claim_row(
+    head: Mapping[str, Any],
+    theirs: Mapping[str, Any],
+    model: str,
+    our_a: float,
+    our_b: float,
+    ours: pd.Series,
+) -> dict[str, Any]:
+    """One ``VERDICT_COLUMNS`` row: the claim (``head``: report, source, claim, metric, sign), the report's
+    numbers (``their_numbers``' keys), our means and a ``PAIRED_COLUMNS`` row ``ours`` of the comparison."""
+    return {**head, **theirs, "model": model, "our_a": our_a, "our_b": our_b, "our_diff": ours["diff"],
+            "ci_low": ours["ci_low"], "ci_high": ours["ci_high"], "mde": ours["mde"],
+            "n_seeds": ours["n_seeds"], "verdict": ours["verdict"]}  # fmt: skip
+
+
+OOD_METRIC = "OOD exact pass@16"
+"""Report 004's Table 4 metric, under the name ``references`` gives it."""
+SWEEP_METHODS = (VCC_SWEEP_CONTROL, *VCC_SWEEP)
+"""Report 003's tight sweep on the search-style policy: the runs its validation-selection claim is judged
+on (notebook 06 runs them; they are shared)."""
+SELECTED = "Validation-selected checkpoint"
+"""The name ``references`` gives report 003's validation-selected checkpoint."""
+
+
+def _theirs(a: float, b: float, metric: str, source: str) -> dict[str, Any]:
+    return {"their_a": a, "their_b": b, "their_diff": a - b, "their_metric": metric, "their_source": source,
+            "their_model": PAPER_MODEL}  # fmt: skip
+
+
+def ood_verdicts(result: StudyResult, n_resamples: int = 5000, seed: int = 0) -> pd.DataFrame:
+    """Report 004's Table 4 claim, one ``VERDICT_COLUMNS`` row per synthetic student (``ZERO_CLAIMS_004``):
+    its exact pass@16 on the 5-number set stays at zero (``tables.zero_claims_table``; ``sign`` 0, ``b``
+    is zero, ``mde`` what an all-zero result rules out)."""
+    table = zero_claims_table(
+        eval_set_result(result, "ood"), ZERO_CLAIMS_004, "pass@16", "zero", n_resamples, seed
+    )
+    reports = reported(("004",), ZERO_CLAIMS_004).set_index(["method", "metric"])["value"]
+    rows = []
+    for method, (_, ours) in zip(ZERO_CLAIMS_004, table.iterrows(), strict=True):
+        head = {"report": "004", "source": "ZERO_CLAIMS_004", "claim": f"{method} at zero on 5-number tasks",
+                "metric": OOD_METRIC, "sign": 0}  # fmt: skip
+        theirs = _theirs(float(reports[(method, OOD_METRIC)]), 0.0, OOD_METRIC, "Table 4")
+        rows.append(claim_row(head, theirs, block_model(result), ours["diff"], 0.0, ours))
+    return pd.DataFrame(rows, columns=list(VERDICT_COLUMNS))
+
+
+def selection_verdicts(sweep: StudyResult, n_resamples: int = 5000, seed: int = 0) -> pd.DataFrame:
+    """Report 003's claim that validation selection is unreliable, as one ``VERDICT_COLUMNS`` row from the
+    tight sweep's runs (``selection.selection_claim``: the validation-selected minus the final checkpoint's
+    test pass@1; their number is their selected checkpoint's, they give no final one)."""
+    chosen = select_checkpoints(snapshot_table(sweep))
+    ours = selection_claim(sweep, chosen, n_resamples, seed).iloc[0]
+    head = {"report": "003", "source": "selection.SELECTION_CLAIM",
+            "claim": f"{SELECTION_CONTRAST.replace(' vs ', ' not above ')} (tight sweep, test tasks)",
+            "metric": "pass@1", "sign": SELECTION_CLAIM}  # fmt: skip
+    their_a = float(reported(("003",), (SELECTED,)).set_index("metric").loc["pass@1", "value"])
+    theirs = _theirs(their_a, float("nan"), "pass@1", "Sec. 5.2, tight sweep")
+    our_a, our_b = float(chosen["selected_test"].mean()), float(chosen["final_test"].mean())
+    return pd.DataFrame([claim_row(head, theirs, block_model(sweep), our_a, our_b, ours)],
+                        columns=list(VERDICT_COLUMNS))  # fmt: skip
+
+
+def all_verdicts(
+    results: Mapping[str, StudyResult],
+    sweep: StudyResult | None = None,
+    n_resamples: int = 5000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every headline claim in one table, ordered by report: ``verdict_table``, report 004's 5-number claim
+    (``ood_verdicts``, where the main block has report 004's synthetic students) and, given the tight sweep,
+    report 003's validation-selection claim (``selection_verdicts``)."""
+    tables = [verdict_table(results, n_resamples=n_resamples, seed=seed)]
+    main = results[MAIN]
+    if set(ZERO_CLAIMS_004) <= set(main.methods):
+        tables.append(ood_verdicts(main, n_resamples, seed))
+    if sweep is not None:
+        tables.append(selection_verdicts(sweep, n_resamples, seed))
+    return pd.concat(tables, ignore_index=True).sort_values("report", kind="stable", ignore_index=True)

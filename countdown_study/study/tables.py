@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from countdown_study.evaluation.passk import pass_at_k, problem_table, summarize
-from countdown_study.study.compare import ONE_SEED, Comparison, compare, verdict
+from countdown_study.study.compare import ONE_SEED, Comparison, compare, verdict, zero_bound, zero_verdict
 from countdown_study.study.methods import StudyResult
 from countdown_study.study.stats import aggregate_seeds, wilson_interval
 
@@ -111,12 +111,7 @@ def paired_table(
             c = compare(
                 problem_matrix(result, a, metric), problem_matrix(result, b, metric), seed, n_resamples
             )
-            rows.append({"contrast": f"{a} vs {b}", "metric": metric, "diff": c.diff, "ci_low": c.ci_low,
-                         "ci_high": c.ci_high, "ci_method": c.ci_method, "n_tasks": c.n_tasks,
-                         "n_seeds": c.n_seeds, "per_seed_diffs": " ".join(f"{d:+.4f}" for d in c.per_seed_diffs),
-                         "t_low": c.t_low, "t_high": c.t_high, "prob_positive": c.prob_positive,
-                         "verdict": _verdict(c, sign), "task_only_low": c.task_low, "task_only_high": c.task_high,
-                         "mde": c.mde})  # fmt: skip
+            rows.append(comparison_row(f"{a} vs {b}", metric, c, _verdict(c, sign)))
     return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
@@ -124,6 +119,43 @@ PAIRED_COLUMNS = ("contrast", "metric", "diff", "ci_low", "ci_high", "ci_method"
                   "per_seed_diffs", "t_low", "t_high", "prob_positive", "verdict", "task_only_low",
                   "task_only_high", "mde")  # fmt: skip
 """Columns of every ``*_paired`` table."""
+
+
+def comparison_row(
+    contrast: str, metric: str, c: Comparison, verdict_text: str, mde: float | None = None
+) -> dict[str, object]:
+    """One ``PAIRED_COLUMNS`` row of a comparison ``c`` (``mde``: the comparison's unless given)."""
+    return {"contrast": contrast, "metric": metric, "diff": c.diff, "ci_low": c.ci_low, "ci_high": c.ci_high,
+            "ci_method": c.ci_method, "n_tasks": c.n_tasks, "n_seeds": c.n_seeds,
+            "per_seed_diffs": " ".join(f"{d:+.4f}" for d in c.per_seed_diffs), "t_low": c.t_low,
+            "t_high": c.t_high, "prob_positive": c.prob_positive, "verdict": verdict_text,
+            "task_only_low": c.task_low, "task_only_high": c.task_high,
+            "mde": c.mde if mde is None else mde}  # fmt: skip
+
+
+def zero_claims_table(
+    result: StudyResult,
+    methods: Sequence[str],
+    metric: str = "pass@16",
+    label: str = "zero",
+    n_resamples: int = 5000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Claims that ``metric`` of each of ``methods`` stays at zero, as ``PAIRED_COLUMNS`` rows.
+
+    Each method's ``(tasks, seeds)`` values are compared with zero by the study's comparison (``diff`` is
+    the method's level); ``verdict`` is ``compare.zero_verdict``; where no task succeeded under any seed,
+    ``mde`` is ``compare.zero_bound`` over the tasks (the smallest rate the design would have seen), else
+    the comparison's minimum detectable effect. ``contrast`` reads ``<method> vs <label>``.
+    """
+    rows = []
+    for method in methods:
+        values = problem_matrix(result, method, metric)  # (T, S)
+        c = compare(values, np.zeros_like(values), seed, n_resamples)
+        all_zero = not np.any(values > 0)
+        mde = zero_bound(c.n_tasks) if all_zero else c.mde
+        rows.append(comparison_row(f"{method} vs {label}", metric, c, zero_verdict(c, all_zero), mde))
+    return pd.DataFrame(rows, columns=list(PAIRED_COLUMNS))
 
 
 def _verdict(comparison: Comparison, claimed_sign: int | None) -> str:
