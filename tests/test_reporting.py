@@ -116,6 +116,26 @@ def test_groups_keep_a_readers_order_and_one_colour_across_panels():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["easy", "hard"]
 
 
+def test_label_colours_are_distinct_and_group_source_tier_labels_by_hue():
+    mix = [f"{source}:T{tier}" for source in ("real", "synthetic") for tier in range(4)]
+    colours = plots.label_colours(mix)
+    assert list(colours) == mix and len(set(colours.values())) == 8
+    hsv = {n: matplotlib.colors.rgb_to_hsv(matplotlib.colors.to_rgb(c)) for n, c in colours.items()}
+    blue, orange = (0.5, 0.75), (0.0, 0.15)  # hue ranges of the two families
+    assert all(blue[0] < hsv[f"real:T{t}"][0] < blue[1] for t in range(4))
+    assert all(orange[0] <= hsv[f"synthetic:T{t}"][0] < orange[1] for t in range(4))
+    values = [hsv[f"real:T{t}"][2] for t in range(4)]
+    assert values == sorted(values, reverse=True)  # later tiers darker
+    many = plots.label_colours([f"bucket {i}" for i in range(12)])  # more than the 6-colour cycle
+    assert len(set(many.values())) == 12
+    few = plots.label_colours(["easy", "hard"])
+    assert few == plots.method_colours(["easy", "hard"])
+    steps = pd.DataFrame({"method": ["A", "A"], "step": [0, 1], **{f"batch_{n}": [1, 1] for n in mix}})
+    fig = plots.occupancy_figure(steps)
+    drawn = [matplotlib.colors.to_hex(c.get_facecolor()[0]) for c in fig.axes[0].collections]
+    assert drawn == [colours[n] for n in mix]
+
+
 def test_reporting_imports_without_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"

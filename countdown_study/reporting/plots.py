@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 import matplotlib
+import matplotlib.colors
 import matplotlib.style
 import numpy as np
 import pandas as pd
@@ -163,6 +164,31 @@ def method_colours(methods: Sequence[str]) -> dict[str, str]:
     return {method: cycle[i % len(cycle)] for i, method in enumerate(methods)}
 
 
+SHADES = ("Blues", "Oranges", "Greens", "Purples", "Greys")
+"""Colour maps whose shades tell the members of one group of labels apart (``label_colours``)."""
+
+
+def label_colours(names: Sequence[str]) -> dict[str, str]:
+    """One colour per label, no two alike. Labels ``group:member`` (``real:T2``) take shades of one hue
+    per group (``SHADES``; darker for later members), so a group reads as one family; other labels take
+    the style's colour cycle (``method_colours``), or ``tab20``'s colours where there are more labels than
+    the cycle holds."""
+    names = list(names)
+    groups = list(dict.fromkeys(n.split(":", 1)[0] for n in names))
+    if names and all(":" in n for n in names) and 1 < len(groups) <= len(SHADES):
+        colours = {}
+        for group, family in zip(groups, SHADES, strict=False):
+            members = [n for n in names if n.split(":", 1)[0] == group]
+            shades = matplotlib.colormaps[family](np.linspace(0.4, 0.9, len(members)))
+            colours.update({n: matplotlib.colors.to_hex(c) for n, c in zip(members, shades, strict=True)})
+        return {n: colours[n] for n in names}
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    if len(names) <= len(cycle):
+        return method_colours(names)
+    tab20 = matplotlib.colormaps["tab20"]
+    return {n: matplotlib.colors.to_hex(tab20(i % 20)) for i, n in enumerate(names)}
+
+
 def colours_for(table: pd.DataFrame, methods: Sequence[str] | None = None) -> dict[str, str]:
     """The colour of each method of ``table``, in order: ``method_colours`` of the study's method order
     ``methods`` followed by the table's other methods. Given the same ``methods``, a method keeps its
@@ -259,12 +285,13 @@ def controller_figure(
 def occupancy_figure(steps: pd.DataFrame, prefix: str = "batch_", title: str = "batch composition") -> Figure:
     """Stacked share of each batch label (bucket, category, level) over training, one panel per method.
 
-    Labels keep one colour and their reader's order (``ordered_labels``) in every panel; one legend.
+    Labels keep one colour (``label_colours``: no two alike, ``source:tier`` labels in one hue per source)
+    and their reader's order (``ordered_labels``) in every panel; one legend.
     """
     columns = [c for c in steps.columns if c.startswith(prefix)]
     methods = [m for m, g in steps.groupby("method", sort=False) if g[columns].notna().any().any()]
     names = ordered_labels([c[len(prefix) :] for c in columns])
-    colours = method_colours(names)
+    colours = label_colours(names)
     fig = Figure(figsize=(4.2 * max(1, len(methods)), 3.4), layout="constrained")
     axes = fig.subplots(1, max(1, len(methods)), squeeze=False)
     for ax, method in zip(axes[0], methods, strict=False):
