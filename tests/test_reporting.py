@@ -299,3 +299,20 @@ def test_axes_and_titles_are_labelled_for_a_reader():
     assert grid.axes[0].get_title() == "distinct solutions (capped at 128)"
     assert grid.legends[0].get_title().get_text() == "numbers in the task"
     assert plots.histogram_grid(dv, ["solution_count"]).get_suptitle() == ""  # no title unless given
+
+
+def test_outcome_shares_stack_to_one_per_tier_with_the_accepted_share_at_the_bottom():
+    table = pd.DataFrame(
+        {"source": ["rule", "rule", "teacher"], "tier": ["T1", "T0", "T0"], "accepted": [1, 3, 2],
+         "unsolvable": [3, 0, 1], "seen": [0, 1, 1], "accepted_share": [0.25, 0.75, 0.5]}
+    )  # fmt: skip
+    fig = plots.outcome_shares_figure(table)
+    rule, teacher = fig.axes[:2]
+    assert [t.get_text() for t in rule.get_xticklabels()] == ["T0", "T1"]
+    heights = np.array([b.get_height() for b in rule.patches]).reshape(3, 2)  # (outcomes, tiers)
+    np.testing.assert_allclose(heights.sum(axis=0), 1.0)
+    np.testing.assert_allclose(heights[0], [0.75, 0.25])  # accepted first: T0 3 of 4, T1 1 of 4
+    np.testing.assert_allclose(heights[1], [0.0, 0.75])  # then the largest reason overall (unsolvable)
+    assert [b.get_height() for b in teacher.patches] == pytest.approx([0.5, 0.25, 0.25])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["accepted", "unsolvable", "seen"]
+    assert [t.get_text() for t in rule.texts] == ["n=4", "n=4"]

@@ -271,7 +271,14 @@ _REPORT_004 = Section(
             "would have shown one (Clopper-Pearson bound).",
         ),
     ),
-    (FigureSpec("adsc_004_router_state", "The router's arm probabilities and values over training."),),
+    (
+        FigureSpec("adsc_004_router_state", "The router's arm probabilities and values over training."),
+        FigureSpec("adsc_004_batch_mix", "The training batches' mix of sources and tiers over training."),
+        FigureSpec(
+            "adsc_004_generator_acceptance",
+            "The generators' candidates per tier: the share accepted, and why the others were rejected.",
+        ),
+    ),
 )
 _FIELD = Section(
     "field",

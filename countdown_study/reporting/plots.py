@@ -98,6 +98,45 @@ def grouped_bars(
     return fig
 
 
+@_styled
+def outcome_shares_figure(
+    table: pd.DataFrame, panel: str = "source", group: str = "tier", first: str = "accepted",
+    title: str = "generated tasks: accepted, or why not",
+) -> Figure:  # fmt: skip
+    """Share of each outcome among the candidates of every ``group`` (tier), one panel per ``panel``
+    (source): a stacked bar per group. ``table`` has one row per (``panel``, ``group``) and one count
+    column per outcome (other numeric columns ending in ``_share`` are ignored); ``first`` is drawn at the
+    bottom, the other outcomes by their total, largest first. Bars are labelled with their candidates."""
+    outcomes = [c for c in table.columns if c not in (panel, group) and not str(c).endswith("_share")]
+    rest = sorted((c for c in outcomes if c != first), key=lambda c: -table[c].sum())
+    outcomes = [first, *rest] if first in outcomes else rest
+    colours = label_colours(outcomes)
+    panels = list(dict.fromkeys(table[panel]))
+    fig = Figure(figsize=(3.6 * max(1, len(panels)), 3.4), layout="constrained")
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False, sharey=True)
+    for ax, name in zip(axes[0], panels, strict=False):
+        rows = table[table[panel] == name].set_index(group)
+        rows = rows.reindex(ordered_labels(list(rows.index)))
+        counts = rows[outcomes].to_numpy(dtype=float)  # (groups, outcomes)
+        totals = counts.sum(axis=1)
+        shares = counts / np.where(totals > 0, totals, 1)[:, None]
+        xs = np.arange(len(rows))
+        bottom = np.zeros(len(rows))
+        for j, outcome in enumerate(outcomes):
+            ax.bar(xs, shares[:, j], bottom=bottom, color=colours[outcome], width=0.7)
+            bottom += shares[:, j]
+        for x, total in zip(xs, totals, strict=True):
+            ax.text(x, 1.01, f"n={int(total)}", ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(xs, [str(g) for g in rows.index])
+        ax.set_xlabel(label(group))
+        ax.set_title(str(name).replace("_", "-"), fontsize=8)
+        ax.set_ylim(0, 1.08)
+    axes[0][0].set_ylabel("share of candidates")
+    fig.suptitle(title)
+    _legend(fig, {str(o).replace("_", " "): colours[o] for o in outcomes}, patches=True)
+    return fig
+
+
 LABELS = {
     "reward_mean": "training-batch reward (mean)",
     "exact_rate": "training-batch exact rate",
