@@ -11,6 +11,7 @@ from countdown_study.countdown.features import DV_COLUMNS, difficulty_vectors
 from countdown_study.samplers.observations import LOG_COLUMNS, observation_rows
 from countdown_study.study.fsc_analysis import (
     BANDS,
+    COMPLEXITY_COLUMNS,
     difficulty_band,
     edge_profile,
     fail_rate,
@@ -475,3 +476,9 @@ def test_a_malformed_log_names_the_missing_column(call, dropped):
         call(log.drop(columns=dropped))
     with pytest.raises(ValueError, match="empty"):
         variance_by_band(log.head(0))
+
+
+def test_sample_complexity_without_budgets_keeps_its_columns():
+    log = pd.DataFrame({"n": [4, 4], "n_correct": [3, 1], "num_count": [3, 4]})
+    table = sample_complexity(log, budgets=())
+    assert table.empty and tuple(table.columns) == COMPLEXITY_COLUMNS

@@ -128,6 +128,7 @@ def test_label_colours_are_distinct_and_group_source_tier_labels_by_hue():
     assert values == sorted(values, reverse=True)  # later tiers darker
     many = plots.label_colours([f"bucket {i}" for i in range(12)])  # more than the 6-colour cycle
     assert len(set(many.values())) == 12
+    assert len(set(plots.method_colours([f"row {i}" for i in range(14)]).values())) == 14  # report 002's
     few = plots.label_colours(["easy", "hard"])
     assert few == plots.method_colours(["easy", "hard"])
     steps = pd.DataFrame({"method": ["A", "A"], "step": [0, 1], **{f"batch_{n}": [1, 1] for n in mix}})
@@ -316,3 +317,66 @@ def test_outcome_shares_stack_to_one_per_tier_with_the_accepted_share_at_the_bot
     assert [b.get_height() for b in teacher.patches] == pytest.approx([0.5, 0.25, 0.25])
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["accepted", "unsolvable", "seen"]
     assert [t.get_text() for t in rule.texts] == ["n=4", "n=4"]
+
+
+def test_their_own_tables_stack_under_ours_labelled_by_model():
+    from countdown_study.reporting import references
+
+    table5 = references.reported_table("002", "Table 5")
+    assert list(table5.columns) == [
+        "source",
+        "model",
+        "field",
+        "value",
+        "n",
+        "fail_rate",
+        "ci_low",
+        "ci_high",
+    ]
+    row = table5[(table5["field"] == "num_count") & (table5["value"] == 4)].iloc[0]
+    assert (row["n"], row["fail_rate"]) == (7088, 0.750) and row["ci_low"] == pytest.approx(0.742)
+    assert set(table5["source"]) == {"report 002, Table 5"} and set(table5["model"]) == {
+        references.PAPER_MODEL
+    }
+    ours = pd.DataFrame({"field": ["num_count"], "value": [3], "n": [10], "fail_rate": [0.3], "extra": [1.0]})
+    both = references.beside(ours, "002", "Table 5", "embedded")
+    assert list(both.columns) == ["source", "model", "field", "value", "n", "fail_rate", "extra"]
+    assert both["source"].tolist() == ["this study"] + ["report 002, Table 5"] * 6
+    assert both.loc[0, "model"] == "embedded" and both["extra"].iloc[1:].isna().all()
+    assert references.reported_table("002", "Table 7")["mean_gap"].tolist() == [
+        0.412,
+        0.421,
+        0.438,
+        0.402,
+        0.461,
+    ]
+    with pytest.raises(ValueError, match="no table 'Table 9' of report 002.*002 Table 4"):
+        references.reported_table("002", "Table 9")
+
+
+def test_pass_at_k_panels_put_their_points_beside_our_curves(curves):
+    reported = pd.DataFrame(
+        {"method": ["A", "A", "A", "B"], "metric": ["pass@16", "pass@1", "mean_score", "pass@1"],
+         "value": [0.9, 0.5, 0.7, 0.4], "model": "theirs"}
+    )  # fmt: skip
+    fig = plots.pass_at_k_panels(curves, {"first": ("A", "B"), "second": ("B",)}, reported=reported)
+    first, second = fig.axes[:2]
+    assert [a.get_title() for a in (first, second)] == ["first", "second"]
+    lines = first.get_lines()  # A ours, A theirs, B ours, B theirs
+    assert lines[0].get_ydata().tolist() == [0.2, 0.3, 0.4]
+    assert lines[1].get_xdata().tolist() == [1, 16] and lines[1].get_ydata().tolist() == [0.5, 0.9]
+    assert lines[1].get_linestyle() == ":" and lines[1].get_color() == lines[0].get_color()
+    assert second.get_lines()[0].get_color() == lines[2].get_color()  # B keeps its colour
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["this study (95% band)", "report: theirs"]
+
+
+def test_phase_profile_draws_one_line_per_source_in_phase_order():
+    table = pd.DataFrame(
+        {"source": ["this study"] * 3 + ["report"] * 3, "name": ["early", "mid", "late"] * 2,
+         "mean_success": [0.2, 0.3, 0.4, 0.29, 0.45, 0.5]}
+    )  # fmt: skip
+    fig = plots.phase_profile_figure(table.iloc[[1, 0, 2, 3, 4, 5]], ("mean_success",))
+    ours, theirs = fig.axes[0].get_lines()
+    assert ours.get_ydata().tolist() == [0.3, 0.2, 0.4]  # the table's order of phases: mid, early, late
+    assert theirs.get_ydata().tolist() == [0.45, 0.29, 0.5]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["mid", "early", "late"]

@@ -228,3 +228,16 @@ def test_zero_claims_read_each_methods_level_against_zero(result):
     z = rows.loc["Z vs zero"]
     assert (z["verdict"], z["diff"], z["n_tasks"]) == ("holds", 0.0, 3)
     assert z["mde"] == pytest.approx(zero_bound(3))
+
+
+def test_a_reports_paired_table_is_redone_with_theirs_beside(result):
+    theirs = pd.DataFrame(
+        {"a": ["A"], "b": ["B"], "metric": ["pass@1"], "diff": [0.1], "ci_low": [-0.1], "ci_high": [0.3]}
+    )
+    table = study.paired_beside(result, theirs, n_resamples=300).iloc[0]
+    ours = paired_table(result, [("A", "B")], ("pass@1",), n_resamples=300).iloc[0]
+    for column in ("contrast", "diff", "ci_low", "ci_high", "mde", "n_seeds", "verdict"):
+        assert table[column] == ours[column], column
+    assert (table["their_diff"], table["their_low"], table["their_high"]) == (0.1, -0.1, 0.3)
+    with pytest.raises(ValueError, match="lacks column.*ci_high"):
+        study.paired_beside(result, theirs.drop(columns="ci_high"))

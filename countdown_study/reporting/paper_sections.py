@@ -202,9 +202,31 @@ _REPORT_002 = Section(
     (
         _side_by_side("fsc_002_table1", ("pass@1", "pass@8", "pass@16"), "Report 002's Table 1 " + _ONOURS),
         _verdicts("fsc_002_paired", "Report 002's claims R1--R4. " + CLAIMS),
+        TableSpec(
+            "fsc_002_table4",
+            (
+                Column("contrast", "contrast", "text", width="X"),
+                Column("metric", "metric", "text"),
+                Column("diff", "ours", "signed"),
+                Column("ci", "our 95% interval", "interval"),
+                Column("their_diff", "theirs", "signed"),
+                Column("their", "their 95% interval", "interval"),
+            ),
+            "Report 002's Table 4 redone: ours with the seed-aware interval (five training seeds), theirs a "
+            "paired bootstrap over their 50 problems from single runs (training seed fixed).",
+        ),
     ),
     (
-        FigureSpec("fsc_002_pass_at_k", "pass@k of the Feature-Space Curriculum rows."),
+        FigureSpec(
+            "fsc_002_figures_3_5",
+            "Report 002's Figures 3--5 on our model: pass@k of the rows each "
+            "compares, ours with 95\\% bands, theirs (Qwen2.5-0.5B) as open markers.",
+        ),
+        FigureSpec(
+            "fsc_002_moving_edge",
+            "Report 002's Figure 6 on our model beside theirs: the dynamic edge's "
+            "probe rows by training phase.",
+        ),
         FigureSpec("fsc_002_diagnostics", "Refresh diagnostics of the samplers over training."),
     ),
 )

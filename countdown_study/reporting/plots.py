@@ -69,6 +69,78 @@ def pass_at_k_figure(
 
 
 @_styled
+def pass_at_k_panels(
+    curves: pd.DataFrame,
+    panels: Mapping[str, Sequence[str]],
+    methods: Sequence[str] | None = None,
+    reported: pd.DataFrame | None = None,
+) -> Figure:
+    """pass@k of chosen methods, one panel per named subset (``panels``: title -> methods; report 002's
+    Figures 3-5), each with its Wilson band; a method keeps its colour in every panel (``colours_for``
+    with ``methods``). ``reported`` (``references.reported`` rows: ``method``, ``metric`` ``pass@k``,
+    ``value``, ``model``) adds the report's own points for the same methods as open markers on a dotted
+    line, so their model's numbers sit beside ours, labelled in the legend."""
+    shown = [m for names in panels.values() for m in names]
+    colours = colours_for(curves[curves["method"].isin(shown)], methods)
+    fig = Figure(figsize=(4.0 * len(panels), 3.6), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    for ax, (title, names) in zip(axes, panels.items(), strict=True):
+        for method in names:
+            group = curves[curves["method"] == method]
+            if group.empty:
+                continue
+            colour = colours[method]
+            ax.plot(group["k"], group["pass@k"], marker="o", markersize=2, color=colour, label=method)
+            ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15, color=colour)
+            if reported is not None:
+                theirs = reported[(reported["method"] == method) & reported["metric"].str.match(r"pass@\d+$")]
+                ks = theirs["metric"].str.slice(5).astype(int)
+                order = np.argsort(ks.to_numpy())
+                ax.plot(ks.to_numpy()[order], theirs["value"].to_numpy()[order], linestyle=":",
+                        marker="o", markersize=4, markerfacecolor="none", color=colour)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("k (samples per task)")
+        ax.set_ylim(0, 1)
+        ax.set_title(title, fontsize=8)
+        ax.legend(fontsize=6, loc="lower right")
+    axes[0].set_ylabel("pass@k")
+    if reported is not None and len(reported):
+        model = str(reported["model"].iloc[0])
+        styles = [Line2D([], [], color="0.3", marker="o", markersize=2, label="this study (95% band)"),
+                  Line2D([], [], color="0.3", linestyle=":", marker="o", markerfacecolor="none",
+                         label=f"report: {model}")]  # fmt: skip
+        fig.legend(handles=styles, loc="outside lower center", ncols=2, fontsize=7)
+    return fig
+
+
+@_styled
+def phase_profile_figure(
+    table: pd.DataFrame,
+    metrics: Sequence[str],
+    x: str = "name",
+    hue: str = "source",
+    title: str | None = None,
+) -> Figure:
+    """One panel per metric against training phase (``x``, in the table's order of first appearance),
+    one line per ``hue`` (this study and the report: report 002's Figure 6 from ``edge_profile``)."""
+    order = list(dict.fromkeys(table[x]))
+    colours = method_colours(list(dict.fromkeys(table[hue])))
+    fig = Figure(figsize=(3.0 * len(metrics), 3.0), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics, strict=True):
+        for name, group in table.groupby(hue, sort=False):
+            values = group.set_index(x)[metric].reindex(order)
+            ax.plot(range(len(order)), values.to_numpy(dtype=float), marker="o", color=colours[name])
+        ax.set_xticks(range(len(order)), [str(o) for o in order])
+        ax.set_xlabel("training phase")
+        ax.set_title(label(metric), fontsize=8)
+    if title:
+        fig.suptitle(title)
+    _legend(fig, colours)
+    return fig
+
+
+@_styled
 def grouped_bars(
     table: pd.DataFrame,
     group: str,
@@ -138,6 +210,10 @@ def outcome_shares_figure(
 
 
 LABELS = {
+    "mean_success": "probe success (mean)",
+    "mastered_share": "share mastered (success > 0.9)",
+    "edge_mean_shortest_operand_count": "edge rows: shortest-solution operands",
+    "edge_mean_four_numbers": "edge rows: share with 4 numbers",
     "reward_mean": "training-batch reward (mean)",
     "exact_rate": "training-batch exact rate",
     "mixed_groups": "groups with mixed outcomes",
@@ -198,9 +274,13 @@ def label(column: str) -> str:
 
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
-    """One colour per method, the same in every panel of a figure (the style's colour cycle, in order)."""
+    """One colour per method, no two alike, the same in every panel of a figure: the style's colour cycle
+    in order, or ``tab20``'s colours where there are more methods than the cycle holds (up to 20)."""
     cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    return {method: cycle[i % len(cycle)] for i, method in enumerate(methods)}
+    if len(methods) <= len(cycle):
+        return {method: cycle[i] for i, method in enumerate(methods)}
+    tab20 = matplotlib.colormaps["tab20"]
+    return {method: matplotlib.colors.to_hex(tab20(i % 20)) for i, method in enumerate(methods)}
 
 
 SHADES = ("Blues", "Oranges", "Greens", "Purples", "Greys")
@@ -210,8 +290,7 @@ SHADES = ("Blues", "Oranges", "Greens", "Purples", "Greys")
 def label_colours(names: Sequence[str]) -> dict[str, str]:
     """One colour per label, no two alike. Labels ``group:member`` (``real:T2``) take shades of one hue
     per group (``SHADES``; darker for later members), so a group reads as one family; other labels take
-    the style's colour cycle (``method_colours``), or ``tab20``'s colours where there are more labels than
-    the cycle holds."""
+    ``method_colours``."""
     names = list(names)
     groups = list(dict.fromkeys(n.split(":", 1)[0] for n in names))
     if names and all(":" in n for n in names) and 1 < len(groups) <= len(SHADES):
@@ -221,11 +300,7 @@ def label_colours(names: Sequence[str]) -> dict[str, str]:
             shades = matplotlib.colormaps[family](np.linspace(0.4, 0.9, len(members)))
             colours.update({n: matplotlib.colors.to_hex(c) for n, c in zip(members, shades, strict=True)})
         return {n: colours[n] for n in names}
-    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    if len(names) <= len(cycle):
-        return method_colours(names)
-    tab20 = matplotlib.colormaps["tab20"]
-    return {n: matplotlib.colors.to_hex(tab20(i % 20)) for i, n in enumerate(names)}
+    return method_colours(names)
 
 
 def colours_for(table: pd.DataFrame, methods: Sequence[str] | None = None) -> dict[str, str]:

@@ -78,6 +78,67 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
 )  # fmt: skip
 
 
+_TABLES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[tuple, ...]]] = {
+    # report 002, Table 4: paired bootstrap on its 50 problems, single runs ("edge" is fsc_027, the dynamic
+    # edge; "kernel" the uncorrected DV kernel; percent -> fraction)
+    ("002", "Table 4"): (("a", "b", "metric", "diff", "ci_low", "ci_high"), (
+        ("Dynamic edge", "RLOO uniform", "pass@1", 0.064, -0.004, 0.138),
+        ("Dynamic edge", "RLOO uniform (with replacement)", "pass@1", 0.026, -0.024, 0.079),
+        ("Dynamic edge", "DV kernel", "pass@1", 0.006, -0.036, 0.052),
+        ("Dynamic edge", "DV kernel", "pass@16", 0.040, -0.040, 0.080),
+        ("Static-once feature_failure", "DV kernel", "pass@16", 0.080, 0.000, 0.140),
+        ("Static-once feature_failure", "Dynamic edge", "pass@1", -0.052, -0.104, -0.002),
+    )),
+    # report 002, Table 5: failure rate per bin over fsc_027's observed rows (mean +- half-width)
+    ("002", "Table 5"): (("field", "value", "n", "fail_rate", "ci_low", "ci_high"), (
+        ("num_count", 3, 6992, 0.338, 0.329, 0.347), ("num_count", 4, 7088, 0.750, 0.742, 0.758),
+        ("shortest_operand_count", 3, 7390, 0.381, 0.372, 0.390),
+        ("shortest_operand_count", 4, 5192, 0.720, 0.710, 0.730),
+        ("all_numbers_required", 0, 2506, 0.778, 0.766, 0.790),
+        ("all_numbers_required", 1, 11574, 0.495, 0.487, 0.503),
+    )),
+    # report 002, Table 6: within-group reward variance by band over fsc_027's 14,080 observed rows
+    ("002", "Table 6"): (("band", "share", "mean_reward_var", "mean_reward"), (
+        ("solved", 0.189, 0.000, 1.00), ("easy", 0.207, 0.118, 0.84), ("edge", 0.150, 0.203, 0.56),
+        ("hard", 0.096, 0.123, 0.24), ("impossible", 0.358, 0.002, 0.06),
+    )),
+    # report 002, Table 7: the num_count 3-vs-4 gap (true 0.411) from subsamples, 20 trials per budget
+    ("002", "Table 7"): (("n_obs", "pool_share", "true_gap", "mean_gap", "sd_gap", "correct_sign", "trials"), (
+        (2000, 0.0041, 0.411, 0.412, 0.016, 20, 20), (500, 0.0010, 0.411, 0.421, 0.029, 20, 20),
+        (100, 0.0002, 0.411, 0.438, 0.065, 20, 20), (50, 0.0001, 0.411, 0.402, 0.124, 20, 20),
+        (20, 0.00004, 0.411, 0.461, 0.191, 20, 20),
+    )),
+    # report 002, Figure 6 (and its text): probe rows of fsc_027 by phase (steps 0-20, 20-50, 50-100)
+    ("002", "Figure 6"): (("name", "mean_success", "mastered_share", "edge_mean_shortest_operand_count",
+                           "edge_mean_four_numbers"), (
+        ("early", 0.29, 0.14, 3.13, 0.45), ("mid", 0.45, 0.42, 3.23, 0.54), ("late", 0.50, 0.46, 3.28, 0.58),
+    )),
+}  # fmt: skip
+
+
+def reported_table(report: str, name: str) -> pd.DataFrame:
+    """One of a report's own tables (``"Table 5"``), in the column names our analysis of it uses, with
+    ``source`` (``report 002, Table 5``) and ``model`` in front."""
+    if (report, name) not in _TABLES:
+        have = ", ".join(f"{r} {n}" for r, n in _TABLES)
+        raise ValueError(f"no table {name!r} of report {report} is copied here; have {have}")
+    columns, rows = _TABLES[(report, name)]
+    table = pd.DataFrame(list(rows), columns=list(columns))
+    table.insert(0, "model", PAPER_MODEL)
+    table.insert(0, "source", f"report {report}, {name}")
+    return table
+
+
+def beside(ours: pd.DataFrame, report: str, name: str, our_model: str) -> pd.DataFrame:
+    """``ours`` (an analysis table of ours) above the report's own ``name`` (``reported_table``), each row
+    labelled with ``source`` and ``model``; columns are ours, a column they do not give is empty."""
+    mine = ours.copy()
+    mine.insert(0, "model", our_model)
+    mine.insert(0, "source", "this study")
+    theirs = reported_table(report, name)
+    return pd.concat([mine, theirs[[c for c in theirs.columns if c in mine.columns]]], ignore_index=True)
+
+
 def reported(reports: tuple[str, ...] | None = None, methods: tuple[str, ...] | None = None) -> pd.DataFrame:
     """The reported numbers (columns report, method, metric, value, source, model), optionally filtered."""
     table = pd.DataFrame(_ROWS, columns=["report", "method", "metric", "value", "source"]).assign(

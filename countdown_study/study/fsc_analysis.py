@@ -422,6 +422,11 @@ def welch_gap(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np
     return gap, np.where((n_low >= 2) & (n_high >= 2), p, np.nan)
 
 
+COMPLEXITY_COLUMNS = ("n_obs", "pool_share", "true_gap", "mean_gap", "sd_gap", "correct_sign", "trials",
+                      "undefined", "p_correct_sign", "p_recovered")  # fmt: skip
+"""Columns of ``sample_complexity`` (also with no budget given)."""
+
+
 def sample_complexity(
     log: pd.DataFrame,
     budgets: Sequence[int] = (2000, 500, 100, 50, 20),
@@ -470,7 +475,7 @@ def sample_complexity(
             "correct_sign": int(right_sign.sum()), "trials": n_trials, "undefined": int(n_trials - finite.size),
             "p_correct_sign": float(right_sign.mean()), "p_recovered": float(np.mean(right_sign & (p < alpha))),
         })  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(COMPLEXITY_COLUMNS))
 
 
 # ---------------------------------------------------------------------------------------------------

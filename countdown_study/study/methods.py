@@ -176,6 +176,14 @@ REPORT_002 = (
     Method("Schedule", sampler="fsc_schedule"),
 )
 """Report 002's rows of Tables 1-3 (the samplers ``samplers.feature_space``), beside ``CONTROL_002``."""
+FIGURES_002 = {
+    "Figure 3 (R2): dynamic vs frozen edge": ("Dynamic edge", "Static-once edge", CONTROL_002.name),
+    "Figure 4 (R3): frozen policies": ("Static-once feature_failure", "Static-once edge", CONTROL_002.name),
+    "Figure 5 (R4): the fusions": ("Edge x feature_failure", "Weighted average", "Split batch 70/30",
+                                   "DV kernel (density-corrected)", "Gated", "Schedule", "Dynamic edge",
+                                   "Static-once feature_failure"),
+}  # fmt: skip
+"""Report 002's Figures 3-5: the rows each compares (``plots.pass_at_k_panels``)."""
 CONTRASTS_002 = (
     *((m.name, CONTROL_002.name) for m in REPORT_002),
     ("Dynamic edge", "Static-once edge"),

@@ -121,6 +121,26 @@ PAIRED_COLUMNS = ("contrast", "metric", "diff", "ci_low", "ci_high", "ci_method"
 """Columns of every ``*_paired`` table."""
 
 
+def paired_beside(
+    result: StudyResult, reported: pd.DataFrame, n_resamples: int = 5000, seed: int = 0
+) -> pd.DataFrame:
+    """A report's own paired table (rows ``a``, ``b``, ``metric``, ``diff``, ``ci_low``, ``ci_high``: e.g.
+    ``references.reported_table("002", "Table 4")``) redone on ``result``: per row our ``contrast``,
+    ``metric``, ``diff``, seed-aware ``ci_low``/``ci_high``, ``mde``, ``n_seeds`` and ``verdict`` (the
+    ordering ``a above b`` / ``a below b`` / ``inside noise``), then theirs as ``their_diff``,
+    ``their_low``, ``their_high``."""
+    missing = [c for c in ("a", "b", "metric", "diff", "ci_low", "ci_high") if c not in reported.columns]
+    if missing:
+        raise ValueError(f"the reported table lacks column(s) {', '.join(missing)}")
+    rows = []
+    for row in reported.itertuples(index=False):
+        ours = paired_table(result, [(row.a, row.b)], (row.metric,), n_resamples, seed).iloc[0]
+        rows.append({**{c: ours[c] for c in ("contrast", "metric", "diff", "ci_low", "ci_high", "mde",
+                                              "n_seeds", "verdict")},
+                     "their_diff": row.diff, "their_low": row.ci_low, "their_high": row.ci_high})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def comparison_row(
     contrast: str, metric: str, c: Comparison, verdict_text: str, mde: float | None = None
 ) -> dict[str, object]:
