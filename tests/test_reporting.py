@@ -380,3 +380,21 @@ def test_phase_profile_draws_one_line_per_source_in_phase_order():
     assert ours.get_ydata().tolist() == [0.3, 0.2, 0.4]  # the table's order of phases: mid, early, late
     assert theirs.get_ydata().tolist() == [0.45, 0.29, 0.5]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["mid", "early", "late"]
+
+
+def test_arm_state_draws_each_arm_per_method_in_its_source_hue():
+    steps = pd.DataFrame(
+        {"method": ["A"] * 4 + ["B"] * 2, "seed": [0, 0, 1, 1, 0, 0], "step": [0, 1, 0, 1, 0, 1],
+         "sampler_p_real_T0": [0.6, 0.5, 0.4, 0.5, 1.0, 1.0], "sampler_p_syn_T0": [0.4, 0.5, 0.6, 0.5, None, None],
+         "sampler_q_real_T0": [0.1, 0.2, 0.3, 0.2, 0.0, 0.1], "sampler_q_syn_T0": [0.2] * 4 + [None] * 2}
+    )  # fmt: skip
+    fig = plots.arm_state_figure(steps)
+    a_p, b_p, a_q, b_q = fig.axes[:4]  # rows: p, q; columns: A, B
+    assert [a.get_title() for a in (a_p, b_p)] == ["A", "B"]
+    real, syn = a_p.get_lines()
+    assert real.get_ydata().tolist() == [0.5, 0.5]  # mean over seeds per step
+    assert len(b_p.get_lines()) == 1  # B has no synthetic arm
+    colours = plots.label_colours(["real:T0", "syn:T0"])
+    assert matplotlib.colors.to_hex(syn.get_color()) == colours["syn:T0"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["real:T0", "syn:T0"]
+    assert a_q.get_ylabel() == "arm value Q" and a_p.get_ylabel() == "arm probability"

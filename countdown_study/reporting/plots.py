@@ -482,6 +482,43 @@ def sampler_stats_figure(steps: pd.DataFrame, prefix: str = "sampler_", smooth: 
 
 
 @_styled
+def arm_state_figure(
+    steps: pd.DataFrame,
+    quantities: Mapping[str, str] | None = None,
+    title: str = "the router's arms over training",
+) -> Figure:
+    """A bandit's per-arm state over training: one row per quantity (step-log prefix -> axis label; default
+    ``sampler_p_`` the arm's probability, ``sampler_q_`` its value Q), one column per method, one line per
+    arm (mean over seeds). Arms ``<source>_<tier>`` are shown as ``source:tier`` and coloured by
+    ``label_colours`` (one hue per source, darker for harder tiers)."""
+    quantities = quantities or {"sampler_p_": "arm probability", "sampler_q_": "arm value Q"}
+    methods = [m for m, g in steps.groupby("method", sort=False)
+               if any(g[c].notna().any() for c in g.columns if c.startswith(tuple(quantities)))]  # fmt: skip
+    arms = list(dict.fromkeys(c[len(p) :] for p in quantities for c in steps.columns if c.startswith(p)))
+    names = {arm: arm.replace("_", ":", 1) for arm in arms}
+    colours = label_colours(list(names.values()))
+    fig = Figure(figsize=(3.4 * max(1, len(methods)), 2.4 * len(quantities) + 0.6), layout="constrained")
+    axes = fig.subplots(len(quantities), max(1, len(methods)), squeeze=False, sharex=True, sharey="row")
+    for col, method in enumerate(methods):
+        group = steps[steps["method"] == method].groupby("step").mean(numeric_only=True)
+        for row, (prefix, axis_label) in enumerate(quantities.items()):
+            ax = axes[row, col]
+            for arm in arms:
+                column = prefix + arm
+                if column in group and group[column].notna().any():
+                    ax.plot(group.index, group[column], color=colours[names[arm]], linewidth=1.2)
+            if row == 0:
+                ax.set_title(method, fontsize=8)
+            if col == 0:
+                ax.set_ylabel(axis_label)
+            if row == len(quantities) - 1:
+                ax.set_xlabel("training step")
+    fig.suptitle(title)
+    _legend(fig, colours)
+    return fig
+
+
+@_styled
 def cost_figure(
     cost: pd.DataFrame,
     groups: Mapping[str, str] | None = None,
