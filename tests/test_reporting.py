@@ -386,7 +386,8 @@ def test_arm_state_draws_each_arm_per_method_in_its_source_hue():
     steps = pd.DataFrame(
         {"method": ["A"] * 4 + ["B"] * 2, "seed": [0, 0, 1, 1, 0, 0], "step": [0, 1, 0, 1, 0, 1],
          "sampler_p_real_T0": [0.6, 0.5, 0.4, 0.5, 1.0, 1.0], "sampler_p_syn_T0": [0.4, 0.5, 0.6, 0.5, None, None],
-         "sampler_q_real_T0": [0.1, 0.2, 0.3, 0.2, 0.0, 0.1], "sampler_q_syn_T0": [0.2] * 4 + [None] * 2}
+         "sampler_q_real_T0": [0.1, 0.2, 0.3, 0.2, 0.0, 0.1], "sampler_q_syn_T0": [0.2] * 4 + [None] * 2,
+         "sampler_p_3": [None] * 6}  # another sampler's column, empty here
     )  # fmt: skip
     fig = plots.arm_state_figure(steps)
     a_p, b_p, a_q, b_q = fig.axes[:4]  # rows: p, q; columns: A, B

@@ -323,7 +323,12 @@ _FIELD = Section(
         _verdicts("field_paired", "Each of the field's methods against uniform RLOO. " + CLAIMS),
         _verdicts("field_vs_best_curriculum", "Each against the best of the reports' curricula. " + CLAIMS),
     ),
-    (FigureSpec("field_pass_at_k", "pass@k of the field's methods and the reports' curricula."),),
+    (
+        FigureSpec("field_pass_at_k", "pass@k of the field's methods and the reports' curricula."),
+        FigureSpec(
+            "field_sec_arms", "SEC's arms (number count $\\times$ tier) over training: probability and value."
+        ),
+    ),
 )
 _SYNTHESIS = Section(
     "synthesis_study",

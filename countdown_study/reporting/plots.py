@@ -489,12 +489,14 @@ def arm_state_figure(
 ) -> Figure:
     """A bandit's per-arm state over training: one row per quantity (step-log prefix -> axis label; default
     ``sampler_p_`` the arm's probability, ``sampler_q_`` its value Q), one column per method, one line per
-    arm (mean over seeds). Arms ``<source>_<tier>`` are shown as ``source:tier`` and coloured by
+    arm (mean over seeds). Arms are the columns with a value in ``steps`` (a step log of several samplers
+    holds others' columns too); ``<source>_<tier>`` is shown as ``source:tier`` and coloured by
     ``label_colours`` (one hue per source, darker for harder tiers)."""
     quantities = quantities or {"sampler_p_": "arm probability", "sampler_q_": "arm value Q"}
     methods = [m for m, g in steps.groupby("method", sort=False)
                if any(g[c].notna().any() for c in g.columns if c.startswith(tuple(quantities)))]  # fmt: skip
-    arms = list(dict.fromkeys(c[len(p) :] for p in quantities for c in steps.columns if c.startswith(p)))
+    arms = list(dict.fromkeys(c[len(p) :] for p in quantities for c in steps.columns
+                              if c.startswith(p) and steps[c].notna().any()))  # fmt: skip
     names = {arm: arm.replace("_", ":", 1) for arm in arms}
     colours = label_colours(list(names.values()))
     fig = Figure(figsize=(3.4 * max(1, len(methods)), 2.4 * len(quantities) + 0.6), layout="constrained")
