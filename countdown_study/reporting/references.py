@@ -89,13 +89,14 @@ _TABLES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[tuple, ...]]] = {
         ("Static-once feature_failure", "DV kernel", "pass@16", 0.080, 0.000, 0.140),
         ("Static-once feature_failure", "Dynamic edge", "pass@1", -0.052, -0.104, -0.002),
     )),
-    # report 002, Table 5: failure rate per bin over fsc_027's observed rows (mean +- half-width)
+    # report 002, Table 5: failure rate per bin over fsc_027's observed rows (mean +- half-width; their 0/1 of
+    # all_numbers_required as the booleans our difficulty vectors hold)
     ("002", "Table 5"): (("field", "value", "n", "fail_rate", "ci_low", "ci_high"), (
         ("num_count", 3, 6992, 0.338, 0.329, 0.347), ("num_count", 4, 7088, 0.750, 0.742, 0.758),
         ("shortest_operand_count", 3, 7390, 0.381, 0.372, 0.390),
         ("shortest_operand_count", 4, 5192, 0.720, 0.710, 0.730),
-        ("all_numbers_required", 0, 2506, 0.778, 0.766, 0.790),
-        ("all_numbers_required", 1, 11574, 0.495, 0.487, 0.503),
+        ("all_numbers_required", False, 2506, 0.778, 0.766, 0.790),
+        ("all_numbers_required", True, 11574, 0.495, 0.487, 0.503),
     )),
     # report 002, Table 6: within-group reward variance by band over fsc_027's 14,080 observed rows
     ("002", "Table 6"): (("band", "share", "mean_reward_var", "mean_reward"), (
