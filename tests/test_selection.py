@@ -106,7 +106,7 @@ def test_the_selection_claim_compares_the_selected_with_the_final_checkpoint_per
     table = pd.DataFrame([{"method": m, "seed": s, "path": str(tmp_path / f"{m}{s}")} for m, s in runs])
     result = StudyResult(None, table, pd.DataFrame(), pd.DataFrame(), ("a", "b"))
     chosen = select_checkpoints(snapshot_table(result))
-    assert chosen["selected_step"].tolist() == [10, 20, 10]
+    assert chosen["selected_step"].tolist() == [10, 20, 10] and chosen["final_step"].tolist() == [20, 20, 20]
     selected, final = selection_matrices(result, chosen)
     assert selected.tolist() == [[1.0, 0.5, 0.5], [0.5, 1.0, 0.5], [0.0, 0.5, 0.5]]  # (tasks, runs)
     assert final.tolist() == [[1.0, 0.5, 1.0], [1.0, 1.0, 0.5], [0.0, 0.5, 0.5]]

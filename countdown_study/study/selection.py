@@ -53,7 +53,8 @@ def snapshot_table(result: StudyResult) -> pd.DataFrame:
 
 def select_checkpoints(snapshots: pd.DataFrame) -> pd.DataFrame:
     """Per (method, seed): the step validation selects, the best test step(s), whether they agree, and the
-    test pass@1 of the selected, the best and the final checkpoint (``regret`` = best - selected)."""
+    test pass@1 of the selected, the best and the final checkpoint (``final_step``, the last snapshot;
+    ``regret`` = best - selected)."""
     wide = snapshots.pivot_table(index=["method", "seed", "step"], columns="set", values="pass_at_1")
     rows = []
     for (method, seed), group in wide.groupby(level=["method", "seed"], sort=False):
@@ -65,7 +66,8 @@ def select_checkpoints(snapshots: pd.DataFrame) -> pd.DataFrame:
             "best_test_steps": [int(s) for s in group.index[group["test"] == best]],
             "picked_best": bool(group.loc[selected, "test"] == best),
             "selected_test": float(group.loc[selected, "test"]), "best_test": best,
-            "final_test": float(group["test"].iloc[-1]), "regret": best - float(group.loc[selected, "test"]),
+            "final_step": int(group.index[-1]), "final_test": float(group["test"].iloc[-1]),
+            "regret": best - float(group.loc[selected, "test"]),
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -106,9 +108,7 @@ def selection_matrices(result: StudyResult, chosen: pd.DataFrame) -> tuple[np.nd
     selected, final, tasks = [], [], None
     for row in chosen.itertuples(index=False):
         folder = paths[(row.method, row.seed)] / "tables"
-        steps = sorted(int(m.group(2)) for f in folder.glob("snapshot_test_*.parquet")
-                       if (m := _SNAPSHOT.fullmatch(f.name)))  # fmt: skip
-        for step, column in ((row.selected_step, selected), (steps[-1], final)):
+        for step, column in ((row.selected_step, selected), (row.final_step, final)):
             values = _task_pass_at_1(folder / f"snapshot_test_{step}.parquet")
             if tasks is None:
                 tasks = values.index

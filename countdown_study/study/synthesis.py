@@ -314,8 +314,12 @@ def their_numbers(claim: Claim) -> dict[str, Any]:
         return float(rows["value"].iloc[0]) if len(rows) else float("nan")
 
     where = table[table["method"] == a]["source"]
-    return {"their_a": value(a), "their_b": value(b), "their_diff": value(a) - value(b),
-            "their_metric": metric, "their_source": where.iloc[0] if len(where) else "",
+    return _theirs(value(a), value(b), metric, where.iloc[0] if len(where) else "")
+
+
+def _theirs(a: float, b: float, metric: str, source: str) -> dict[str, Any]:
+    """A verdict row's report columns: its ``a``, ``b`` and their difference on ``metric``, from ``source``."""
+    return {"their_a": a, "their_b": b, "their_diff": a - b, "their_metric": metric, "their_source": source,
             "their_model": PAPER_MODEL}  # fmt: skip
 
 
@@ -371,11 +375,6 @@ SWEEP_METHODS = (VCC_SWEEP_CONTROL, *VCC_SWEEP)
 on (notebook 06 runs them; they are shared)."""
 SELECTED = "Validation-selected checkpoint"
 """The name ``references`` gives report 003's validation-selected checkpoint."""
-
-
-def _theirs(a: float, b: float, metric: str, source: str) -> dict[str, Any]:
-    return {"their_a": a, "their_b": b, "their_diff": a - b, "their_metric": metric, "their_source": source,
-            "their_model": PAPER_MODEL}  # fmt: skip
 
 
 def ood_verdicts(result: StudyResult, n_resamples: int = 5000, seed: int = 0) -> pd.DataFrame:
