@@ -56,16 +56,25 @@ def pass_at_k_figure(
     ax = fig.subplots()
     colours = colours_for(curves, methods)
     for method, group in curves.groupby("method", sort=False):
-        colour = colours[method]
-        ax.plot(group["k"], group["pass@k"], marker="o", markersize=3, label=method, color=colour)
-        ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15, color=colour)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("k (samples per task)")
+        _curve_with_band(ax, group, method, colours[method], markersize=3)
+    _pass_at_k_axes(ax)
     ax.set_ylabel("pass@k")
-    ax.set_ylim(0, 1)
     ax.set_title(title)
     ax.legend(fontsize=7)
     return fig
+
+
+def _curve_with_band(ax, group: pd.DataFrame, label: str, colour: str, markersize: float) -> None:
+    """One method's pass@k against k with its Wilson 95% band (``study.pass_at_k_curves`` rows)."""
+    ax.plot(group["k"], group["pass@k"], marker="o", markersize=markersize, label=label, color=colour)
+    ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15, color=colour)
+
+
+def _pass_at_k_axes(ax) -> None:
+    """k on a log-2 axis, pass@k from 0 to 1."""
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("k (samples per task)")
+    ax.set_ylim(0, 1)
 
 
 @_styled
@@ -82,6 +91,8 @@ def pass_at_k_panels(
     line, so their model's numbers sit beside ours, labelled in the legend."""
     shown = [m for names in panels.values() for m in names]
     colours = colours_for(curves[curves["method"].isin(shown)], methods)
+    if reported is not None:
+        reported = reported[reported["metric"].str.match(r"pass@\d+$")]
     fig = Figure(figsize=(4.0 * len(panels), 3.6), layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
     for ax, (title, names) in zip(axes, panels.items(), strict=True):
@@ -89,18 +100,14 @@ def pass_at_k_panels(
             group = curves[curves["method"] == method]
             if group.empty:
                 continue
-            colour = colours[method]
-            ax.plot(group["k"], group["pass@k"], marker="o", markersize=2, color=colour, label=method)
-            ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15, color=colour)
+            _curve_with_band(ax, group, method, colours[method], markersize=2)
             if reported is not None:
-                theirs = reported[(reported["method"] == method) & reported["metric"].str.match(r"pass@\d+$")]
-                ks = theirs["metric"].str.slice(5).astype(int)
-                order = np.argsort(ks.to_numpy())
-                ax.plot(ks.to_numpy()[order], theirs["value"].to_numpy()[order], linestyle=":",
-                        marker="o", markersize=4, markerfacecolor="none", color=colour)  # fmt: skip
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("k (samples per task)")
-        ax.set_ylim(0, 1)
+                theirs = reported[reported["method"] == method]
+                ks = theirs["metric"].str.slice(5).astype(int).to_numpy()
+                order = np.argsort(ks)
+                ax.plot(ks[order], theirs["value"].to_numpy()[order], linestyle=":",
+                        marker="o", markersize=4, markerfacecolor="none", color=colours[method])  # fmt: skip
+        _pass_at_k_axes(ax)
         ax.set_title(title, fontsize=8)
         ax.legend(fontsize=6, loc="lower right")
     axes[0].set_ylabel("pass@k")
