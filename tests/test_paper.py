@@ -197,7 +197,19 @@ def test_the_pdf_builds_from_partial_results(tmp_path, paper_copy, monkeypatch):
     assert generate(paper_copy, results, monkeypatch) == 0
     pdf = paper_copy / "build" / "main.pdf"
     assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF")
+    assert paper.undefined_references((paper_copy / "build" / "main.log").read_text()) == []
     assert r"baselines_pass_at_k.pdf" in (paper_copy / "generated" / "baselines.tex").read_text()
+
+
+def test_undefined_references_are_read_from_the_last_pass_log():
+    log = (
+        "LaTeX Warning: Reference `tab:synthesis_verdicts' on page 18 undefined on input line 12.\n"
+        "LaTeX Warning: Citation `rloo2024' on page 2 undefined on input line 40.\n"
+        "LaTeX Warning: Reference `tab:synthesis_verdicts' on page 19 undefined on input line 30.\n"
+        "LaTeX Warning: There were undefined references.\n"
+    )
+    assert paper.undefined_references(log) == ["tab:synthesis_verdicts", "rloo2024"]
+    assert paper.undefined_references("Output written on build/main.pdf (20 pages, 1 bytes).") == []
 
 
 def test_report_numbers_are_read_back_as_names(tmp_path):

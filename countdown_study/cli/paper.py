@@ -38,7 +38,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def cli_main(args: argparse.Namespace) -> int:
     """Write ``generated/`` from the results (with ``--readme``, also the README's results table); then
     ``latexmk -pdf`` into ``build/main.pdf`` (exit 2 without LaTeX, 1 when LaTeX fails, with the end of
-    its log)."""
+    its log, or leaves a reference undefined, naming it)."""
     from countdown_study.reporting import paper
 
     folder = Path(args.paper_dir) if args.paper_dir else paper_dir()
@@ -64,6 +64,14 @@ def cli_main(args: argparse.Namespace) -> int:
     if done.returncode != 0:
         print(done.stdout[-4000:], file=sys.stderr)
         print(f"countdown-study paper: error: latexmk failed (exit {done.returncode})", file=sys.stderr)
+        return 1
+    log = folder / "build" / "main.log"
+    broken = paper.undefined_references(log.read_text(errors="replace")) if log.is_file() else []
+    if broken:
+        print(
+            f"countdown-study paper: error: undefined references in the PDF: {', '.join(broken)}",
+            file=sys.stderr,
+        )
         return 1
     pages = paper.pages_written(done.stdout + done.stderr)
     print(f"{folder / 'build' / 'main.pdf'}" + (f" ({pages} pages)" if pages else ""))

@@ -368,6 +368,13 @@ def build_pdf(paper_dir: Path, latexmk: str = "latexmk") -> subprocess.Completed
     return subprocess.run(command, cwd=paper_dir, capture_output=True, text=True)
 
 
+def undefined_references(log: str) -> list[str]:
+    """The labels and citations a LaTeX log (the last pass's ``main.log``) reports undefined, in order,
+    each once: a ``??`` in the PDF, which LaTeX only warns about."""
+    found = re.findall(r"(?:Reference|Citation) [`']([^']+)' on page \d+ undefined", log)
+    return list(dict.fromkeys(found))
+
+
 def pages_written(log: str) -> int | None:
     """The page count in a LaTeX log (``Output written on main.pdf (12 pages, ...)``), or None."""
     found = re.findall(r"Output written on .*?\((\d+) pages?", log, re.S)
