@@ -116,6 +116,23 @@ def test_groups_keep_a_readers_order_and_one_colour_across_panels():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["easy", "hard"]
 
 
+def test_occupancy_panels_wrap_into_rows_with_the_legend_in_words():
+    methods = [f"M{i}" for i in range(5)]
+    steps = pd.DataFrame(
+        {"method": [m for m in methods for _ in range(3)], "step": [0, 1, 2] * 5,
+         "batch_too_easy": [1, 0, 2] * 5, "batch_learnable": [3, 4, 2] * 5}
+    )  # fmt: skip
+    fig = plots.occupancy_figure(steps, legend_title="prompt category")
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == methods and len(fig.axes) == 6  # 2 rows of 3, one hidden
+    rows = sorted({round(ax.get_position().y0, 3) for ax in shown})
+    assert len(rows) == 2
+    assert shown[0].get_xlim() == (0.0, 2.0)
+    legend = fig.legends[0]
+    assert [t.get_text() for t in legend.get_texts()] == ["too easy", "learnable"]  # the categories' order
+    assert legend.get_title().get_text() == "prompt category"
+
+
 def test_label_colours_are_distinct_and_group_source_tier_labels_by_hue():
     mix = [f"{source}:T{tier}" for source in ("real", "synthetic") for tier in range(4)]
     colours = plots.label_colours(mix)

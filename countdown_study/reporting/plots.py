@@ -332,6 +332,20 @@ def _legend(fig: Figure, colours: dict[str, str], title: str | None = None, patc
     )  # fmt: skip
 
 
+def _panel_grid(
+    n: int, columns: int, width: float, height: float, extra: float = 0.0, **subplot_kw
+) -> tuple[Figure, np.ndarray]:
+    """A figure of ``n`` panels, ``columns`` to a row at most, each ``width`` x ``height`` inches (plus
+    ``extra`` inches of height for a legend); the grid's unused panels hidden."""
+    cols = max(1, min(columns, n))
+    rows = max(1, (n + cols - 1) // cols)
+    fig = Figure(figsize=(width * cols, height * rows + extra), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, **subplot_kw)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 @_styled
 def training_curves(
     steps: pd.DataFrame,
@@ -346,10 +360,7 @@ def training_curves(
     and one legend; panel titles name what is plotted (the step log's rewards are the training
     batches', not the held-out evaluation's).
     """
-    cols = min(columns, len(metrics))
-    rows = (len(metrics) + cols - 1) // cols
-    fig = Figure(figsize=(4.2 * cols, 3.0 * rows + 0.6), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
+    fig, axes = _panel_grid(len(metrics), columns, 4.2, 3.0, extra=0.6)
     colours = colours_for(steps, methods)
     for ax, metric in zip(axes.flat, metrics, strict=False):
         for method, group in steps.groupby("method", sort=False):
@@ -359,8 +370,6 @@ def training_curves(
             ax.plot(curve.index, curve.to_numpy(), color=colours[method])
         ax.set_xlabel("training step")
         ax.set_title(label(metric), fontsize=9)
-    for ax in list(axes.flat)[len(metrics) :]:
-        ax.set_visible(False)
     _legend(fig, colours)
     return fig
 
@@ -403,30 +412,39 @@ def controller_figure(
 
 
 @_styled
-def occupancy_figure(steps: pd.DataFrame, prefix: str = "batch_", title: str = "batch composition") -> Figure:
-    """Stacked share of each batch label (bucket, category, level) over training, one panel per method.
+def occupancy_figure(
+    steps: pd.DataFrame,
+    prefix: str = "batch_",
+    title: str = "batch composition",
+    columns: int = 3,
+    legend_title: str | None = None,
+) -> Figure:
+    """Stacked share of each batch label (bucket, category, level) over training, one panel per method,
+    ``columns`` panels to a row at most.
 
     Labels keep one colour (``label_colours``: no two alike, ``source:tier`` labels in one hue per source)
-    and their reader's order (``ordered_labels``) in every panel; one legend.
+    and their reader's order (``ordered_labels``) in every panel; one legend (titled ``legend_title``),
+    its entries written in words (``too_easy`` as "too easy").
     """
-    columns = [c for c in steps.columns if c.startswith(prefix)]
-    methods = [m for m, g in steps.groupby("method", sort=False) if g[columns].notna().any().any()]
-    names = ordered_labels([c[len(prefix) :] for c in columns])
+    counts = [c for c in steps.columns if c.startswith(prefix)]
+    methods = [m for m, g in steps.groupby("method", sort=False) if g[counts].notna().any().any()]
+    names = ordered_labels([c[len(prefix) :] for c in counts])
     colours = label_colours(names)
-    fig = Figure(figsize=(4.2 * max(1, len(methods)), 3.4), layout="constrained")
-    axes = fig.subplots(1, max(1, len(methods)), squeeze=False)
-    for ax, method in zip(axes[0], methods, strict=False):
-        group = steps[steps["method"] == method].groupby("step")[columns].mean().fillna(0)
+    fig, axes = _panel_grid(len(methods), columns, 4.2, 3.0, extra=0.8)
+    for ax, method in zip(axes.flat, methods, strict=False):
+        group = steps[steps["method"] == method].groupby("step")[counts].mean().fillna(0)
         present = [n for n in names if group[prefix + n].sum() > 0]
         shares = group[[prefix + n for n in present]]
         shares = shares.div(shares.sum(axis=1), axis=0)
         ax.stackplot(shares.index, shares.T.to_numpy(), colors=[colours[n] for n in present])
         ax.set_title(method, fontsize=8)
         ax.set_xlabel("training step")
+        ax.set_xlim(shares.index.min(), shares.index.max())
         ax.set_ylim(0, 1)
-    axes[0][0].set_ylabel("share of the training batch")
+    for row in axes:
+        row[0].set_ylabel("share of the training batch")
     fig.suptitle(title)
-    _legend(fig, colours, patches=True)
+    _legend(fig, {str(n).replace("_", " "): c for n, c in colours.items()}, title=legend_title, patches=True)
     return fig
 
 
@@ -445,11 +463,7 @@ def histogram_grid(
     their reader's order (``ordered_labels``) in every panel, with one legend titled ``hue``'s label.
     Panels are titled with their column's label (``label``), the figure with ``title`` when given.
     """
-    n = len(columns)
-    cols = min(3, n)
-    rows = (n + cols - 1) // cols
-    fig = Figure(figsize=(4 * cols, 2.8 * rows + (0.5 if hue else 0)), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
+    fig, axes = _panel_grid(len(columns), 3, 4.0, 2.8, extra=0.5 if hue else 0.0)
     if hue is None:
         groups = [(None, table)]
     else:
@@ -469,8 +483,6 @@ def histogram_grid(
         _legend(fig, colours, title=label(hue), patches=True)
     if title:
         fig.suptitle(title)
-    for ax in list(axes.flat)[n:]:
-        ax.set_visible(False)
     return fig
 
 
@@ -572,10 +584,7 @@ def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, columns: int 
     """Report 003's Figure 6: per method, pass@k of the final answer (solid) and of the first verifying
     answer (dashed), from ``study.pass_at_k_curves`` of each; the gap is what abandoning answers loses."""
     methods = list(dict.fromkeys(final["method"]))
-    cols = min(columns, len(methods))
-    rows = (len(methods) + cols - 1) // cols
-    fig = Figure(figsize=(3.0 * cols, 2.6 * rows + 0.5), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=True)
+    fig, axes = _panel_grid(len(methods), columns, 3.0, 2.6, extra=0.5, sharey=True)
     for ax, method in zip(axes.flat, methods, strict=False):
         for curves, style in ((final, "-"), (first, "--")):
             curve = curves[curves["method"] == method]
@@ -584,8 +593,6 @@ def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, columns: int 
         ax.set_ylim(0, 1)
         ax.set_title(method, fontsize=8)
         ax.set_xlabel("k")
-    for ax in list(axes.flat)[len(methods) :]:
-        ax.set_visible(False)
     axes[0, 0].set_ylabel("pass@k")
     handles = [Line2D([], [], color="C0", linestyle=s, label=t) for s, t in (("-", "final answer"),
                ("--", "first verifying answer"))]  # fmt: skip
