@@ -116,6 +116,16 @@ def test_groups_keep_a_readers_order_and_one_colour_across_panels():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["easy", "hard"]
 
 
+def test_step_log_columns_get_labels_in_words():
+    assert plots.label("sampler_tv_uni") == "total variation from uniform"
+    assert plots.label("sampler_js_edge") == "Jensen-Shannon divergence from edge-only"
+    assert plots.label("sampler_overlap_ff") == "batch overlap with a draw from feature_failure-only"
+    assert plots.label("sampler_top10") == "weight on the heaviest 10% of prompts"
+    assert plots.label("sampler_ess_frac") == "effective sample size / pool size"
+    assert plots.label("reward_mean") == "training-batch reward (mean)"
+    assert plots.label("sampler_window_tv_edges") == "window tv edges"  # unknown reference: words only
+
+
 def test_occupancy_panels_wrap_into_rows_with_the_legend_in_words():
     methods = [f"M{i}" for i in range(5)]
     steps = pd.DataFrame(

@@ -13,6 +13,7 @@ here only. No seaborn or scipy import: the module loads without them (and withou
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -248,9 +249,24 @@ LABELS = {
     "solution_count": "distinct solutions (capped at 128)",
     "mean_score": "mean score",
     "well_formed": "well-formed rate",
+    "sampler_observed": "share of the pool observed",
+    "sampler_fail_observed": "failure rate of observed prompts (mean)",
+    "sampler_fail_mean": "failure rate, unobserved at the prior (mean)",
+    "sampler_entropy": "normalised entropy of the weights",
+    "sampler_ess": "effective sample size",
+    "sampler_ess_frac": "effective sample size / pool size",
 }
-"""Axis labels of table and step-log columns (others: the column name without ``sampler_``, spaces for
-``_``)."""
+"""Axis labels of table and step-log columns (others: ``DIAGNOSTIC_LABELS``' patterns, else the column
+name without ``sampler_``, spaces for ``_``)."""
+DIAGNOSTIC_LABELS = {
+    "tv": "total variation from {}",
+    "js": "Jensen-Shannon divergence from {}",
+    "rho": "Spearman of the weights with {}",
+    "overlap": "batch overlap with a draw from {}",
+}
+"""Report 002's refresh diagnostics (``sampler_<measure>_<reference>``, ``samplers.feature_space``)."""
+DIAGNOSTIC_REFERENCES = {"uni": "uniform", "edge": "edge-only", "ff": "feature_failure-only"}
+"""The counterfactual distributions the diagnostics compare the active one with."""
 LEVEL_NAMES = ("easy", "medium", "hard")
 """Names of the sliding-window controller's levels, by index."""
 KNOWN_ORDERS = (
@@ -277,7 +293,16 @@ def ordered_labels(labels: Sequence) -> list:
 
 def label(column: str) -> str:
     """A readable axis label for a step-log column."""
-    return LABELS.get(column, column.removeprefix("sampler_").replace("_", " "))
+    if column in LABELS:
+        return LABELS[column]
+    name = column.removeprefix("sampler_")
+    measure, _, reference = name.rpartition("_")
+    if measure in DIAGNOSTIC_LABELS and reference in DIAGNOSTIC_REFERENCES:
+        return DIAGNOSTIC_LABELS[measure].format(DIAGNOSTIC_REFERENCES[reference])
+    top = re.fullmatch(r"top(\d+)", name)
+    if top:
+        return f"weight on the heaviest {top.group(1)}% of prompts"
+    return name.replace("_", " ")
 
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
