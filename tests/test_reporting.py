@@ -116,6 +116,20 @@ def test_groups_keep_a_readers_order_and_one_colour_across_panels():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["easy", "hard"]
 
 
+def test_a_long_pass_at_k_legend_goes_beside_the_axes():
+    def curves_of(n):
+        return pd.DataFrame(
+            [{"method": f"row {i}", "k": k, "pass@k": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+             for i in range(n) for k in (1, 2, 4)]
+        )  # fmt: skip
+
+    few = plots.pass_at_k_figure(curves_of(plots.LEGEND_INSIDE))
+    assert few.legends == [] and len(few.axes[0].get_legend().get_texts()) == plots.LEGEND_INSIDE
+    many = plots.pass_at_k_figure(curves_of(plots.LEGEND_INSIDE + 1))
+    assert many.axes[0].get_legend() is None
+    assert [t.get_text() for t in many.legends[0].get_texts()] == [f"row {i}" for i in range(7)]
+
+
 def test_step_log_columns_get_labels_in_words():
     assert plots.label("sampler_tv_uni") == "total variation from uniform"
     assert plots.label("sampler_js_edge") == "Jensen-Shannon divergence from edge-only"

@@ -53,16 +53,24 @@ def pass_at_k_figure(
 
     ``methods``: the study's method order (``StudyResult.methods``), which colours follow (``colours_for``).
     """
-    fig = Figure(figsize=(5.5, 3.6), layout="constrained")
-    ax = fig.subplots()
     colours = colours_for(curves, methods)
+    many = len(colours) > LEGEND_INSIDE
+    fig = Figure(figsize=(7.5 if many else 5.5, 3.6), layout="constrained")
+    ax = fig.subplots()
     for method, group in curves.groupby("method", sort=False):
         _curve_with_band(ax, group, method, colours[method], markersize=3)
     _pass_at_k_axes(ax)
     ax.set_ylabel("pass@k")
     ax.set_title(title)
-    ax.legend(fontsize=7)
+    if many:
+        fig.legend(loc="outside right center", fontsize=7)
+    else:
+        ax.legend(fontsize=7)
     return fig
+
+
+LEGEND_INSIDE = 6
+"""The most curves ``pass_at_k_figure`` lists in a legend inside its axes; more go beside them."""
 
 
 def _curve_with_band(ax, group: pd.DataFrame, label: str, colour: str, markersize: float) -> None:
