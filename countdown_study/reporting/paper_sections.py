@@ -201,7 +201,11 @@ _REPORT_002 = Section(
     "05",
     (
         _side_by_side("fsc_002_table1", ("pass@1", "pass@8", "pass@16"), "Report 002's Table 1 " + _ONOURS),
-        _verdicts("fsc_002_paired", "Report 002's claims R1--R4. " + CLAIMS),
+        _verdicts(
+            "fsc_002_paired",
+            "Report 002's rows against its uniform control, and the dynamic edge and frozen feature-failure policy against the frozen edge: the contrasts behind claims R1--R4. "
+            + CLAIMS,
+        ),
         TableSpec(
             "fsc_002_table4",
             (
