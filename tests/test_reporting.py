@@ -101,6 +101,9 @@ def test_groups_keep_a_readers_order_and_one_colour_across_panels():
     assert plots.ordered_labels(["hard", "easy", "medium"]) == ["easy", "medium", "hard"]
     assert plots.ordered_labels(["OOD", "T2", "T0"]) == ["T0", "T2", "OOD"]
     assert plots.ordered_labels(["b", "a"]) == ["a", "b"]
+    shares = ["easiest 100%", "easiest 30%", "easiest 70%"]  # report 003's staged pool shares
+    assert plots.ordered_labels(shares) == ["easiest 30%", "easiest 70%", "easiest 100%"]
+    assert plots.ordered_labels(["row 10", "row 2", "rows", "row"]) == ["row", "row 2", "row 10", "rows"]
     dv = pd.DataFrame(
         {"target": [10, 20, 30, 40, 50], "nps": [1, 5, 9, 2, 3], "tier": ["T2", "T0", "T1", "T0", "T2"]}
     )

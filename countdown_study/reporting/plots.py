@@ -288,7 +288,8 @@ KNOWN_ORDERS = (
 
 def ordered_labels(labels: Sequence) -> list:
     """Distinct labels in a reader's order: a known order (tiers, levels, categories) when every label is
-    in one, else numbers by value (``3 < 4 < 10``), else text alphabetically."""
+    in one, else numbers by value (``3 < 4 < 10``), else text alphabetically with the numbers in it by
+    value (``easiest 30%`` before ``easiest 100%``)."""
     distinct = list(dict.fromkeys(labels))
     for order in KNOWN_ORDERS:
         if all(str(x) in order for x in distinct):
@@ -296,7 +297,13 @@ def ordered_labels(labels: Sequence) -> list:
     numeric = pd.to_numeric(pd.Series(distinct, dtype=object), errors="coerce")
     if numeric.notna().all():
         return [distinct[i] for i in np.argsort(numeric.to_numpy(dtype=float), kind="stable")]
-    return sorted(distinct, key=str)
+    return sorted(distinct, key=_natural_key)
+
+
+def _natural_key(value) -> tuple:
+    """Sort key of a label: its text with each run of digits compared as a number."""
+    parts = re.split(r"(\d+)", str(value))
+    return tuple((1, int(p), "") if p.isdigit() else (0, 0, p) for p in parts)
 
 
 def label(column: str) -> str:
