@@ -157,6 +157,27 @@ def test_runs_verify_on_a_missing_store_is_one_line(capsys, tmp_path):
     )
 
 
+def test_runs_status_counts_the_grid_and_names_started_runs(capsys, tmp_path):
+    from countdown_study.study.grid import plan_grid
+
+    [sft, *_] = plan_grid(["02_baselines"], "tiny")
+    (tmp_path / sft.run_id).mkdir()
+    assert main(["runs", "status", "02", "--preset", "tiny", "--root", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"runs of the tiny preset in {tmp_path}"
+    assert lines[2].split() == ["02_baselines", "0", "1", "3", "4"] and lines[3].split() == [
+        "all",
+        "0",
+        "1",
+        "3",
+        "4",
+    ]
+    assert lines[4].split() == ["started", sft.run_id, "02_baselines:", "SFT", "(seed", "0)", "[0", "steps]"]
+    assert len(lines) == 5  # waiting runs are listed with --runs only
+    assert main(["runs", "verify", "02", "--root", str(tmp_path)]) == 2
+    assert "it takes no notebooks" in capsys.readouterr().err
+
+
 PARSE_ONLY = """
 import sys
 from countdown_study.cli import build_parser
@@ -176,6 +197,7 @@ def test_parsing_every_command_imports_no_torch():
         ["eval", "--tasks", "generated:5:0", "--template", "qwen_chat", "--temperature", "0.6"],
         ["run", "01", "--preset", "tiny", "-p", "steps", "3"],
         ["runs", "verify"],
+        ["runs", "status", "06", "08", "--preset", "full", "--runs"],
     ]
     done = subprocess.run(
         [sys.executable, "-c", PARSE_ONLY.format(argvs=argvs)], capture_output=True, text=True, check=True

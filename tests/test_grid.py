@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from countdown_study.paths import notebooks_dir, tables_dir
@@ -113,6 +114,30 @@ def test_a_run_two_notebooks_share_is_planned_once():
     [shared] = [run for run in planned if len(run.rows) > 1]
     assert shared.rows == (("02_baselines", UNIFORM.name, 0), ("03_curricula_000", UNIFORM.name, 0))
     assert shared.kind == "rloo" and shared.run_id.startswith("rloo-")
+
+
+def test_progress_counts_each_run_by_its_state_in_the_store(tmp_path):
+    planned = grid.plan_grid(["02_baselines", "03_curricula_000"], "tiny")
+    [shared] = [run for run in planned if len(run.rows) > 1]
+    [fixed] = [run for run in planned if run.rows[0][1] == "Fixed v1"]
+    (tmp_path / shared.run_id).mkdir()
+    (tmp_path / shared.run_id / "DONE").write_text("")
+    (tmp_path / fixed.run_id).mkdir()  # killed at step 3, mid-line
+    (tmp_path / fixed.run_id / "steps.jsonl").write_text('{"step": 0}\n{"step": 1}\n{"step": 2}\n{"st')
+
+    progress = grid.grid_progress(planned, tmp_path)
+    assert list(progress["notebook"]) == ["02_baselines"] * 4 + ["03_curricula_000"] * 6
+    state = {(r.notebook, r.run_id): r.state for r in progress.itertuples()}
+    assert state["02_baselines", shared.run_id] == state["03_curricula_000", shared.run_id] == "finished"
+    [started] = progress[progress["state"] == "started"].itertuples()
+    assert (started.run_id, started.rows, started.steps_logged) == (fixed.run_id, "Fixed v1 (seed 0)", 3)
+    assert started.steps == fixed.config.steps and pd.isna(progress.loc[0, "steps"])  # SFT: evaluation only
+
+    summary = grid.progress_summary(progress).set_index("notebook")
+    assert summary.loc["02_baselines"].to_dict() == {"finished": 1, "started": 0, "waiting": 3, "planned": 4}
+    curricula = {"finished": 1, "started": 1, "waiting": 4, "planned": 6}
+    assert summary.loc["03_curricula_000"].to_dict() == curricula
+    assert summary.loc["all"].to_dict() == {"finished": 1, "started": 1, "waiting": 7, "planned": 9}
 
 
 def test_the_policy_parameter_reaches_only_the_studies_it_names():

@@ -16,9 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from countdown_study import paths
 from countdown_study.runs.events import describe
 from countdown_study.runs.executor import Execution, ExecutorConfig, Job, execute
+from countdown_study.runs.store import is_finished
 from countdown_study.study.methods import (
     CONTROL_002,
     FIELD_BASELINES,
@@ -200,3 +203,56 @@ def train_grid(
     root = Path(root) if root is not None else paths.runs_dir()
     planned = plan_grid(notebooks, preset, parameters)
     return execute(grid_jobs(planned, root), root, executor)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Progress
+# ---------------------------------------------------------------------------------------------------
+
+RUN_STATES = ("finished", "started", "waiting")
+"""A planned run's state in the store: finished (``DONE``), started (its folder exists: running, or killed
+and resumable) or waiting (no folder yet)."""
+
+
+def grid_progress(planned: Sequence[PlannedRun], root: str | Path) -> pd.DataFrame:
+    """Where each planned run stands in the store at ``root``: one row per (notebook, run) with the
+    notebook's method rows, ``run_id``, ``kind``, ``state`` (``RUN_STATES``), ``steps_logged`` (complete
+    lines of its step log) and ``steps`` (the run's planned steps where its config names them: RLOO runs), in
+    the notebooks' order."""
+    root = Path(root)
+    rows = []
+    for run in planned:
+        folder = root / run.run_id
+        state = "finished" if is_finished(folder) else "started" if folder.is_dir() else "waiting"
+        logged = _complete_lines(folder / "steps.jsonl")
+        notebooks = dict.fromkeys(notebook for notebook, _, _ in run.rows)
+        for notebook in notebooks:
+            names = ", ".join(dict.fromkeys(f"{m} (seed {s})" for nb, m, s in run.rows if nb == notebook))
+            rows.append(
+                {"notebook": notebook, "rows": names, "run_id": run.run_id, "kind": run.kind, "state": state,
+                 "steps_logged": logged, "steps": getattr(run.config, "steps", None)}
+            )  # fmt: skip
+    columns = ["notebook", "rows", "run_id", "kind", "state", "steps_logged", "steps"]
+    table = pd.DataFrame(rows, columns=columns).astype({"steps": "Int64"})
+    return table.sort_values("notebook", kind="stable", ignore_index=True)  # stems start with their number
+
+
+def progress_summary(progress: pd.DataFrame) -> pd.DataFrame:
+    """Runs per state for each notebook of ``grid_progress``, in its order, and a last row ``all`` counting
+    each distinct run once (a run several notebooks share counts in each of theirs)."""
+
+    def counts(table: pd.DataFrame) -> dict[str, int]:
+        by_state = table["state"].value_counts()
+        return {state: int(by_state.get(state, 0)) for state in RUN_STATES} | {"planned": len(table)}
+
+    rows = [{"notebook": nb, **counts(g)} for nb, g in progress.groupby("notebook", sort=False)]
+    rows.append({"notebook": "all", **counts(progress.drop_duplicates("run_id"))})
+    return pd.DataFrame(rows, columns=["notebook", *RUN_STATES, "planned"])
+
+
+def _complete_lines(path: Path) -> int:
+    """Newline-terminated lines of a file (0 when it does not exist): a torn last line is not counted."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except FileNotFoundError:
+        return 0
