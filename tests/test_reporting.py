@@ -141,6 +141,11 @@ def test_step_log_columns_get_labels_in_words():
     assert plots.label("sampler_ess_frac") == "effective sample size / pool size"
     assert plots.label("reward_mean") == "training-batch reward (mean)"
     assert plots.label("sampler_window_tv_edges") == "window tv edges"  # unknown reference: words only
+    steps = pd.DataFrame({"method": ["A", "A"], "step": [0, 1], "sampler_observed": [0.1, 0.2],
+                          "sampler_hard": [3, 4]})  # fmt: skip
+    fig = plots.sampler_stats_figure(steps, labels={"sampler_observed": "share of the pool observed"})
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == ["share of the pool observed", "prompts in the hard pool"]
 
 
 def test_occupancy_panels_wrap_into_rows_with_the_legend_in_words():

@@ -257,7 +257,11 @@ LABELS = {
     "solution_count": "distinct solutions (capped at 128)",
     "mean_score": "mean score",
     "well_formed": "well-formed rate",
-    "sampler_observed": "share of the pool observed",
+    "sampler_observed": "prompts observed",
+    "sampler_easy": "prompts in the easy pool",
+    "sampler_normal": "prompts in the normal pool",
+    "sampler_hard": "prompts in the hard pool",
+    "sampler_posterior_mean": "posterior mean success (pool mean)",
     "sampler_fail_observed": "failure rate of observed prompts (mean)",
     "sampler_fail_mean": "failure rate, unobserved at the prior (mean)",
     "sampler_entropy": "normalised entropy of the weights",
@@ -393,12 +397,13 @@ def training_curves(
     smooth: int = 5,
     columns: int = 3,
     methods: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Figure:
     """Step-log metrics over training per method (rolling mean over ``smooth`` steps, seeds averaged).
 
     One colour per method across every panel (``colours_for`` of ``methods``, the study's method order)
-    and one legend; panel titles name what is plotted (the step log's rewards are the training
-    batches', not the held-out evaluation's).
+    and one legend; panel titles name what is plotted (``labels``, else ``label``: the step log's
+    rewards are the training batches', not the held-out evaluation's).
     """
     fig, axes = _panel_grid(len(metrics), columns, 4.2, 3.0, extra=0.6)
     colours = colours_for(steps, methods)
@@ -409,7 +414,7 @@ def training_curves(
             curve = group.groupby("step")[metric].mean().rolling(smooth, min_periods=1).mean()
             ax.plot(curve.index, curve.to_numpy(), color=colours[method])
         ax.set_xlabel("training step")
-        ax.set_title(label(metric), fontsize=9)
+        ax.set_title((labels or {}).get(metric) or label(metric), fontsize=9)
     _legend(fig, colours)
     return fig
 
@@ -527,8 +532,11 @@ def histogram_grid(
 
 
 @_styled
-def sampler_stats_figure(steps: pd.DataFrame, prefix: str = "sampler_", smooth: int = 1) -> Figure:
-    """Every numeric sampler statistic of the step log (EMAs, category counts, level) over training."""
+def sampler_stats_figure(
+    steps: pd.DataFrame, prefix: str = "sampler_", smooth: int = 1, labels: Mapping[str, str] | None = None
+) -> Figure:
+    """Every numeric sampler statistic of the step log (EMAs, category counts, level) over training;
+    panel titles from ``labels``, else ``label``."""
     columns = [c for c in steps.columns if c.startswith(prefix) and pd.api.types.is_numeric_dtype(steps[c])]
     columns = [c for c in columns if steps[c].notna().any()]
     if not columns:
@@ -537,7 +545,7 @@ def sampler_stats_figure(steps: pd.DataFrame, prefix: str = "sampler_", smooth: 
         ax.text(0.5, 0.5, "no sampler statistics in the step log", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    return training_curves(steps, metrics=columns, smooth=smooth)
+    return training_curves(steps, metrics=columns, smooth=smooth, labels=labels)
 
 
 @_styled
