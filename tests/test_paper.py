@@ -201,6 +201,27 @@ def test_the_pdf_builds_from_partial_results(tmp_path, paper_copy, monkeypatch):
     assert r"baselines_pass_at_k.pdf" in (paper_copy / "generated" / "baselines.tex").read_text()
 
 
+def test_decided_claims_name_their_notebook_and_are_grouped_by_table():
+    def paired(*rows):
+        return pd.DataFrame(
+            [{"contrast": c, "metric": "pass@1", "diff": d, "ci_low": d - 0.01, "ci_high": d + 0.01,
+              "mde": 0.02, "n_seeds": 5, "verdict": v} for c, d, v in rows]
+        )  # fmt: skip
+
+    body = paper.synthesis_body(
+        {
+            "baselines_paired": paired(("IPO vs SFT", 0.038, "holds"), ("X vs Y", 0.001, "inside noise")),
+            "adsc_004_paired": paired(("Router vs RLOO", -0.05, "reversed")),
+        }
+    )
+    [_, _, decided] = body.split(r"\begin{table}")  # the verdict counts, then the decided claims
+    assert "tab:decided" in decided
+    rows = [line for line in decided.splitlines() if "pass@1 &" in line]
+    assert [row.split(" & ")[:2] for row in rows] == [["02", "IPO vs SFT"], ["07", "Router vs RLOO"]]
+    assert decided.count(r"\midrule") == 2  # under the header, and between the two tables' rows
+    assert "X vs Y" not in decided
+
+
 def test_undefined_references_are_read_from_the_last_pass_log():
     log = (
         "LaTeX Warning: Reference `tab:synthesis_verdicts' on page 18 undefined on input line 12.\n"

@@ -289,11 +289,13 @@ def synthesis_body(paired: Mapping[str, pd.DataFrame]) -> str:
                 decided["verdict"].isin(["holds", "reversed"]) & decided["metric"].isin(VERDICT_METRICS)
             ]
         if len(decided):
-            columns = (Column("table", "table", "code"), *VERDICT_COLUMNS)
+            decided = decided.assign(notebook=decided["table"].map(PAIRED_TABLES).fillna(""))
+            columns = (Column("notebook", "nb", "text"), *VERDICT_COLUMNS)
             parts.append(
                 table_float(
-                    tabular(decided, present(decided, columns)),
-                    "The reports' claims that hold or are reversed here. " + CLAIMS,
+                    tabular(decided, present(decided, columns), group="table"),
+                    "The reports' claims that hold or are reversed here (nb: the notebook whose paired table "
+                    "holds the row). " + CLAIMS,
                     "tab:decided",
                 )
             )
