@@ -10,7 +10,15 @@ import pytest
 
 from countdown_study.paths import notebooks_dir, tables_dir
 from countdown_study.study import grid
-from countdown_study.study.methods import SFT, UNIFORM, Method, locate_config, method_config, run_method
+from countdown_study.study.methods import (
+    REPORT_003_EMBEDDED,
+    SFT,
+    UNIFORM,
+    Method,
+    locate_config,
+    method_config,
+    run_method,
+)
 from countdown_study.study.presets import study_preset
 
 NOTEBOOKS = sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
@@ -150,6 +158,18 @@ def test_the_policy_parameter_reaches_only_the_studies_it_names():
     assert grid.plan_grid(["06_solution_count_vcc_003"], "tiny", {"search_policy": "embedded"}) == (
         grid.plan_grid(["06_solution_count_vcc_003"], "tiny")
     )  # notebook 06 names its policy "policy"
+
+
+def test_report_003s_rows_on_the_embedded_policy_share_uniform_rloo_with_notebook_02():
+    planned = grid.plan_grid(["02_baselines", "06_solution_count_vcc_003"], "tiny")
+    [shared] = [run for run in planned if len(run.rows) > 1]
+    assert shared.rows == (("02_baselines", UNIFORM.name, 0), ("06_solution_count_vcc_003", UNIFORM.name, 0))
+    on_embedded = {row[1] for run in planned for row in run.rows
+                   if row[0].startswith("06") and run.config.data.policy == "embedded"}  # fmt: skip
+    assert on_embedded == {UNIFORM.name, *(m.name for m in REPORT_003_EMBEDDED)}
+    moved = grid.plan_grid(["06_solution_count_vcc_003"], "tiny", {"embedded_policy": "embedded-search"})
+    assert {run.config.data.policy for run in moved} == {"embedded-search"}
+    assert len(moved) < len(grid.plan_grid(["06_solution_count_vcc_003"], "tiny"))  # rows now shared
 
 
 def test_a_planned_run_is_the_run_run_method_makes(tmp_path):

@@ -79,12 +79,14 @@ def test_every_claim_entry_is_pulled_exactly_once(results):
     claims = synthesis.all_claims()
     expected = [(source, key) for _, source, entries, _ in synthesis.CLAIM_SETS for key in entries]
     assert sorted((c.source, c.key) for c in claims) == sorted(expected)
-    assert len(claims) == sum(len(getattr(methods, name)) for name in {s for s, _ in expected}) == 24
+    assert len(claims) == sum(len(getattr(methods, name)) for name in {s for s, _ in expected}) == 30
     table = synthesis.verdict_table(results, n_resamples=200)
     assert list(table.columns) == list(synthesis.VERDICT_COLUMNS)
     assert len(table) == len(claims) and not table.duplicated(["source", "claim", "metric"]).any()
+    elsewhere = {"CLAIMS_003_EMBEDDED": ", on embedded"}  # report 003's claims off their own block
     assert list(zip(table["source"], table["claim"], strict=True)) == [
-        (c.source, f"{c.a} {'above' if c.sign > 0 else 'below'} {c.b}") for c in claims
+        (c.source, f"{c.a} {'above' if c.sign > 0 else 'below'} {c.b}{elsewhere.get(c.source, '')}")
+        for c in claims
     ]
     assert set(table["verdict"]) <= {"holds", "reversed", "inside noise"}  # two seeds: a verdict each
 
@@ -99,7 +101,8 @@ def test_claims_name_rows_of_their_own_block():
     rows = {block: {m.name for m in ms} for block, ms in blocks}
     for claim in synthesis.all_claims():
         assert {claim.a, claim.b} <= rows[claim.block], claim
-    assert {c.block for c in synthesis.all_claims() if c.report == "003"} == {synthesis.SEARCH}
+    blocks_003 = {(c.source, c.block) for c in synthesis.all_claims() if c.report == "003"}
+    assert blocks_003 == {("CLAIMS_003", synthesis.SEARCH), ("CLAIMS_003_EMBEDDED", synthesis.MAIN)}
 
 
 def test_their_numbers_agree_with_every_claimed_sign():
@@ -112,6 +115,9 @@ def test_their_numbers_agree_with_every_claimed_sign():
         "their_a": 0.2925, "their_b": 0.3063, "their_diff": 0, "their_metric": "exact_rate",
         "their_source": "Table 2", "their_model": synthesis.PAPER_MODEL,
     }  # fmt: skip
+    vcc = [c for c in synthesis.all_claims() if c.a == "VCC-RLOO"]
+    assert [c.b for c in vcc] == ["RLOO uniform", methods.WHOLE_UNIFORM.name]
+    assert [synthesis.their_numbers(c)["their_diff"] for c in vcc] == [pytest.approx(0.78 - 0.72)] * 2
 
 
 def test_our_numbers_in_the_verdicts_are_means_over_seeds(results):
@@ -201,6 +207,10 @@ def test_each_row_meets_its_uniform_row_once_and_each_report_contrast_is_kept():
         assert sorted(against_uniform) == sorted(m.name for m in rows if m.name != UNIFORM.name)
     assert synthesis.uniform_reference(synthesis.MAIN, REPORT_001[1].name) == REPORT_001[0].name
     assert synthesis.uniform_reference(synthesis.MAIN, REPORT_001[0].name) == UNIFORM.name
+    vcc = methods.REPORT_003[4].name  # on the embedded policy's whole rollouts, as is its uniform row
+    assert synthesis.uniform_reference(synthesis.MAIN, vcc) == methods.WHOLE_UNIFORM.name
+    assert synthesis.uniform_reference(synthesis.MAIN, methods.WHOLE_UNIFORM.name) == UNIFORM.name
+    assert synthesis.uniform_reference(synthesis.SEARCH, vcc) == UNIFORM.name
     assert synthesis.against(synthesis.MAIN, REPORT_002[0].name, "RLOO uniform (with replacement)") == (
         "report's control"
     )
@@ -256,6 +266,8 @@ def test_pairwise_curricula_covers_every_pair_of_the_curricula(results):
     pairs = synthesis_tables.pairwise_curricula(results[synthesis.MAIN], n_resamples=100)
     assert len(pairs) == len(names) * (len(names) - 1) // 2
     assert not set(pairs["a"]) & {m.name for m in REPORT_001}
+    assert {"Staged curriculum", "Adaptive curriculum", "Hybrid curriculum"} <= {*pairs["a"], *pairs["b"]}
+    assert not {*pairs["a"], *pairs["b"]} & {"VCC-RLOO", methods.WHOLE_UNIFORM.name}  # whole rollouts
 
 
 def test_tradeoff_diffs_equal_a_plain_per_seed_mean_computation(results, paired):

@@ -90,6 +90,11 @@ _ROWS = {
          "0.3975 against final 0.3038", "embedded-search, the package's SFT on search-style traces that "
          "sometimes leave a correct answer", "the embedded policy writes 1.33 spans and abandons almost no "
          "correct answer: VCC would have nothing to learn from", "study.SEARCH_POLICY"),
+        ("rows also on the embedded policy", "one starting policy", "the three curricula (rollouts cut at "
+         "the first answer, as every other embedded row) and VCC-RLOO against uniform RLOO on whole rollouts, "
+         "five seeds each, also on the embedded policy; the commit reward is not", "the curricula then stand "
+         "beside reports 000-002's against one uniform run; VCC there learns without abandoned answers",
+         "study.REPORT_003_EMBEDDED"),
         ("training rollouts", "whole rollouts up to 1024 tokens", "whole rollouts up to 224 new tokens "
          "(the other notebooks cut training rollouts at the first </answer>)",
          "abandonment needs text after an answer; 224 is the evaluation budget", "study.WHOLE_ROLLOUTS"),

@@ -274,6 +274,17 @@ _REPORT_003 = Section(
             "Validation selection against the final checkpoint, test pass@1 over the tight sweep's runs "
             "(a null claim: \\emph{holds} and \\emph{inside noise} agree with it). " + CLAIMS,
         ),
+        _side_by_side(
+            "vcc_003_embedded_table1",
+            ("avg_pass@k", "pass@1", "pass@16"),
+            "Report 003's curricula and VCC also on the embedded policy, the other reports' starting policy "
+            "(curricula on rollouts cut at the first answer, VCC-RLOO on whole rollouts) " + _ONOURS,
+        ),
+        _verdicts(
+            "vcc_003_embedded_paired",
+            "Report 003's claims on the embedded policy: the curricula against uniform RLOO, VCC-RLOO "
+            "against uniform RLOO on whole rollouts. " + CLAIMS,
+        ),
     ),
     (FigureSpec("vcc_003_final_vs_first", "pass@k of the final answer and of the first verifying answer."),),
 )

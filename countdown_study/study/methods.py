@@ -259,6 +259,33 @@ CLAIMS_003 = {
 raises pass@16; the commit reward alone does not raise rollout accuracy (it fell; a verdict other than
 ``reversed`` is consistent with "does not raise")."""
 
+WHOLE_UNIFORM = Method("RLOO uniform (whole rollouts)", sampling=WHOLE_ROLLOUTS)
+"""Report 003's RLOO baseline on the embedded policy: uniform RLOO on whole rollouts, VCC's control there
+(named apart from ``UNIFORM``, whose rollouts stop at the first answer, in the embedded policy's rows)."""
+REPORT_003_EMBEDDED = (
+    *(replace(m, sampling={}) for m in REPORT_003[1:4]),
+    WHOLE_UNIFORM,
+    REPORT_003[4],
+)
+"""Report 003's rows also run on the embedded policy (ours, notebook 06), where they say something the
+search-style policy's cannot: the three curricula with the rollouts of every other embedded row (cut at the
+first answer), so they join reports 000-002's curricula against the same ``UNIFORM`` run; and VCC-RLOO on
+whole rollouts against ``WHOLE_UNIFORM``, on a policy that abandons almost no correct answer, so that its
+pairs are mostly a verifying rollout against a failing one of the same prompt: what VCC does without the
+abandonment it is built for. The commit reward is left out (it pays for committing early, which this policy
+already does)."""
+CONTRASTS_003_EMBEDDED = (
+    *((m.name, UNIFORM.name) for m in REPORT_003_EMBEDDED[:4]),
+    (REPORT_003[4].name, WHOLE_UNIFORM.name),
+)
+"""Notebook 06's contrasts on the embedded policy: each curriculum, and whole rollouts, against uniform RLOO;
+VCC-RLOO against uniform RLOO on whole rollouts."""
+CLAIMS_003_EMBEDDED = {
+    **{key: sign for key, sign in CLAIMS_003.items() if key[0] in {m.name for m in REPORT_003[1:4]}},
+    (REPORT_003[4].name, WHOLE_UNIFORM.name, "pass@16"): +1,
+}
+"""Report 003's curricula and VCC claims tested again on the embedded policy (same signs and metrics)."""
+
 FIELD_BASELINES = (
     Method("Dynamic sampling (DAPO)", changes={"group_filter": GroupFilterSpec("dynamic_sampling")}),
     Method("Band-pass 0.2-0.8", changes={"group_filter": GroupFilterSpec("band_pass", low=0.2, high=0.8)}),

@@ -2,15 +2,16 @@
 
 The rows fall in two blocks, each run from its own starting policy on the same held-out tasks and seeds:
 
-* ``MAIN``: the baselines, reports 000, 001, 002 and 004 and the field's methods, on the embedded policy;
+* ``MAIN``: the baselines, reports 000, 001, 002 and 004, report 003's curricula and VCC (also run here,
+  ``REPORT_003_EMBEDDED``) and the field's methods, on the embedded policy;
 * ``SEARCH``: report 003's rows on the search-style policy (``SEARCH_POLICY``), a different model, so its
   rows are compared only with each other and every table names the model of each row.
 
 A row is measured against the uniform RLOO row of its own block and reward (``uniform_reference``: report
-001's rows against its binary-reward uniform row, report 003's against its whole-rollout row) and against
-the controls its report names (``CONTRASTS_*``). The claims come from the ``CLAIMS_*`` dicts of
-``study.methods``, their one source of truth (``all_claims``). The cross-report questions and the cost of
-each row are in ``study.synthesis_tables``.
+001's rows against its binary-reward uniform row, rows trained on whole rollouts against uniform RLOO on
+whole rollouts) and against the controls its report names (``CONTRASTS_*``). The claims come from the
+``CLAIMS_*`` dicts of ``study.methods``, their one source of truth (``all_claims``). The cross-report
+questions and the cost of each row are in ``study.synthesis_tables``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from countdown_study.study.methods import (
     CLAIMS_001,
     CLAIMS_002,
     CLAIMS_003,
+    CLAIMS_003_EMBEDDED,
     CLAIMS_004,
     CLAIMS_BASELINES,
     CONTRASTS_000,
     CONTRASTS_001,
     CONTRASTS_002,
     CONTRASTS_003,
+    CONTRASTS_003_EMBEDDED,
     CONTRASTS_004,
     CONTRASTS_FIELD,
     CONTROL_002,
@@ -47,12 +50,14 @@ from countdown_study.study.methods import (
     REPORT_002,
     REPORT_003,
     REPORT_003_COMMIT,
+    REPORT_003_EMBEDDED,
     REPORT_004,
     SFT,
     UNIFORM,
     UNIFORM_REPLACEMENT,
     VCC_SWEEP,
     VCC_SWEEP_CONTROL,
+    WHOLE_UNIFORM,
     ZERO_CLAIMS_004,
     Method,
     StudyResult,
@@ -84,6 +89,7 @@ BLOCK_ROWS: dict[str, Rows] = {
         ("000", (*REPORT_000, *REPORT_000_ABLATIONS)),
         ("001", (*REPORT_001, *REPORT_001_ABLATIONS)),
         ("002", REPORT_002),
+        ("003", REPORT_003_EMBEDDED),
         ("004", REPORT_004),
         ("field", FIELD_BASELINES),
     ),
@@ -91,14 +97,24 @@ BLOCK_ROWS: dict[str, Rows] = {
 }
 """Each block's rows by report (``baselines``: the starting policy, IPO and the uniform samplers)."""
 MAIN_METHODS = tuple(m for _, methods in BLOCK_ROWS[MAIN] for m in methods)
-"""Every row of the main block, in report order (32 rows)."""
+"""Every row of the main block, in report order (37 rows)."""
 SEARCH_METHODS = tuple(m for _, methods in BLOCK_ROWS[SEARCH] for m in methods)
 """Every row of report 003's block: SFT, IPO and its Tables 1-2 (9 rows)."""
 
 BINARY_UNIFORM = {m.name: REPORT_001[0].name for m in (*REPORT_001[1:], *REPORT_001_ABLATIONS)}
 """Rows trained with report 001's binary reward -> the uniform row with that reward."""
+WHOLE_ROLLOUT_UNIFORM = {REPORT_003[4].name: WHOLE_UNIFORM.name}
+"""Main-block rows trained on whole rollouts (report 003's VCC on the embedded policy) -> the uniform row on
+whole rollouts."""
 OWN_CONTRASTS = {
-    MAIN: (*CONTRASTS_000, *CONTRASTS_001, *CONTRASTS_002, *CONTRASTS_004, *CONTRASTS_FIELD),
+    MAIN: (
+        *CONTRASTS_000,
+        *CONTRASTS_001,
+        *CONTRASTS_002,
+        *CONTRASTS_003_EMBEDDED,
+        *CONTRASTS_004,
+        *CONTRASTS_FIELD,
+    ),
     SEARCH: CONTRASTS_003,
 }
 """The paired contrasts each report's own notebook makes, per block."""
@@ -117,7 +133,7 @@ def uniform_reference(block: str, method: str) -> str:
     """The uniform RLOO row ``method`` is measured against: same block (starting policy) and reward."""
     if block == SEARCH:
         return REPORT_003[0].name  # whole rollouts on the search-style policy
-    return BINARY_UNIFORM.get(method, UNIFORM.name)
+    return BINARY_UNIFORM.get(method, WHOLE_ROLLOUT_UNIFORM.get(method, UNIFORM.name))
 
 
 def contrasts(block: str) -> list[tuple[str, str]]:
@@ -269,12 +285,17 @@ class Claim:
         return self.key[2] if len(self.key) == 3 else HEADLINE_METRICS[self.report]
 
 
+HOME_BLOCK = {"003": SEARCH}
+"""The block a report's claims are first tested on, where not ``MAIN``; a claim tested on another block too
+(report 003's on the embedded policy) names that block's starting policy in its verdict row."""
+
 CLAIM_SETS = (
     ("002", "CLAIMS_BASELINES", CLAIMS_BASELINES, MAIN),
     ("000", "CLAIMS_000", CLAIMS_000, MAIN),
     ("001", "CLAIMS_001", CLAIMS_001, MAIN),
     ("002", "CLAIMS_002", CLAIMS_002, MAIN),
     ("003", "CLAIMS_003", CLAIMS_003, SEARCH),
+    ("003", "CLAIMS_003_EMBEDDED", CLAIMS_003_EMBEDDED, MAIN),
     ("004", "CLAIMS_004", CLAIMS_004, MAIN),
 )
 """Every claims dict of ``study.methods`` with its report and block (the baselines' claims are report 002's
@@ -295,10 +316,11 @@ REPORTED_AS = {
         ("Sliding window", "RLOO uniform", "pass@1"),
     ("003", "Commit reward only", "RLOO uniform", "pass@1"):
         ("Commit reward only", "RLOO uniform (Table 2 run)", "exact_rate"),
+    ("003", "VCC-RLOO", "RLOO uniform (whole rollouts)", "pass@16"): ("VCC-RLOO", "RLOO uniform", "pass@16"),
 }  # fmt: skip
 """Claims whose report gives its numbers under other rows or another metric (``references``): report 001
 calls its binary-reward baseline RLOO uniform; report 003's Table 2 compares rollout accuracy (exact rate,
-our pass@1 per rollout) with another RLOO run than its Table 1's."""
+our pass@1 per rollout) with another RLOO run than its Table 1's; its RLOO baseline is on whole rollouts."""
 
 
 def their_numbers(claim: Claim) -> dict[str, Any]:
@@ -347,6 +369,8 @@ def verdict_table(
         ours = paired_table(result, [key[:2]], (claim.metric,), n_resamples, seed, {key: claim.sign}).iloc[0]
         our_a, our_b = (float(means[claim.block].loc[m, claim.metric]) for m in key[:2])
         text = f"{claim.a} {'above' if claim.sign > 0 else 'below'} {claim.b}"
+        if claim.block != HOME_BLOCK.get(claim.report, MAIN):
+            text += f", on {result.preset.data.policy}"
         head = {"report": claim.report, "source": claim.source, "claim": text, "metric": claim.metric,
                 "sign": claim.sign}  # fmt: skip
         rows.append(claim_row(head, their_numbers(claim), block_model(result), our_a, our_b, ours))

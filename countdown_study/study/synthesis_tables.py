@@ -21,10 +21,12 @@ from countdown_study.study.methods import (
     REPORT_000,
     REPORT_001,
     REPORT_002,
+    REPORT_003_EMBEDDED,
     REPORT_004,
     SFT,
     UNIFORM,
     UNIFORM_REPLACEMENT,
+    WHOLE_UNIFORM,
     StudyResult,
 )
 from countdown_study.study.synthesis import UNIFORM_AGAINST, labelled
@@ -34,9 +36,10 @@ from countdown_study.study.tables import generation_cost, problem_matrix
 # (a) Which curricula beat each other
 # ---------------------------------------------------------------------------------------------------
 
-CURRICULA = (UNIFORM, *REPORT_000, *REPORT_002, *REPORT_004[1:], *FIELD_BASELINES)
-"""The prompt-selection rows of the main block that share uniform RLOO's reward and evaluation, with
-uniform RLOO as the anchor (report 001's rows use its binary reward and are left out)."""
+CURRICULA = (UNIFORM, *REPORT_000, *REPORT_002, *REPORT_003_EMBEDDED[:3], *REPORT_004[1:], *FIELD_BASELINES)
+"""The prompt-selection rows of the main block that share uniform RLOO's reward, rollouts and evaluation,
+with uniform RLOO as the anchor (report 001's rows use its binary reward and report 003's VCC rows whole
+rollouts: they are left out)."""
 
 _ORDERED = {"holds": "a above b", "reversed": "a below b"}
 """A signed verdict of ``a`` above ``b`` as an order."""
@@ -102,8 +105,10 @@ def curricula_ranking(pairs: pd.DataFrame) -> pd.DataFrame:
 # (b) The pass@1 vs pass@16 trade-off
 # ---------------------------------------------------------------------------------------------------
 
-UNIFORM_ROWS = (UNIFORM.name, UNIFORM_REPLACEMENT.name, REPORT_001[0].name, REPORT_004[0].name)
-"""Rows that are uniform RLOO themselves (report 003's uniform row is named as ``UNIFORM``)."""
+UNIFORM_ROWS = (UNIFORM.name, UNIFORM_REPLACEMENT.name, REPORT_001[0].name, REPORT_004[0].name,
+                WHOLE_UNIFORM.name)  # fmt: skip
+"""Rows that are uniform RLOO themselves (report 003's uniform row on its search-style policy is named as
+``UNIFORM``)."""
 TRADEOFF_METRICS = ("pass@1", "pass@16")
 """The two ends of the trade-off."""
 
