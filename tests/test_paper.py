@@ -52,6 +52,49 @@ def test_paired_csv_to_exact_fragment():
     assert paper_sections.table_fragment(spec, table, "05") == PAIRED_FRAGMENT
 
 
+VERDICTS_CSV = """report,claim,metric,their_diff,our_diff,ci_low,ci_high,mde,verdict
+000,Fixed v1 below RLOO uniform,pass@1,-0.0488,-0.0063,-0.0254,0.0136,0.0261,inside noise
+003,VCC-RLOO above RLOO uniform (whole rollouts),pass@16,0.06,0.0112,-0.0101,0.0323,0.0304,inside noise
+003,Staged curriculum above RLOO uniform,pass@1,0.0125,,,,,
+"""
+
+VERDICTS_FRAGMENT = r"""\begingroup
+\small
+\setlength{\tabcolsep}{4pt}
+\begin{xltabular}{\linewidth}{l>{\raggedright\arraybackslash}X>{\raggedright\arraybackslash}p{0.11\linewidth}rrrr>{\raggedright\arraybackslash}p{0.08\linewidth}}
+\caption{Every headline claim of the five reports: their difference on their model, ours on ours with its seed-aware interval and minimum detectable effect, and the verdict. Source: notebook 90, \texttt{synthesis\_verdicts}.}\label{tab:synthesis_verdicts} \\
+\toprule
+report & claim & metric & theirs & ours & 95\% interval & MDE & verdict \\
+\midrule
+\endfirsthead
+\multicolumn{8}{l}{\emph{Table \thetable, continued}} \\
+\toprule
+report & claim & metric & theirs & ours & 95\% interval & MDE & verdict \\
+\midrule
+\endhead
+\midrule
+\multicolumn{8}{r}{\emph{continued on the next page}} \\
+\endfoot
+\bottomrule
+\endlastfoot
+000 & Fixed v1 below RLOO uniform & pass@1 & $-0.049$ & $-0.006$ & [$-0.025$, $+0.014$] & 0.026 & inside noise \\
+\midrule
+003 & VCC-RLOO above RLOO uniform (whole rollouts) & pass@16 & $+0.060$ & $+0.011$ & [$-0.010$, $+0.032$] & 0.030 & inside noise \\
+003 & Staged curriculum above RLOO uniform & pass@1 & $+0.013$ & -- & -- & -- & -- \\
+\end{xltabular}
+\endgroup
+"""
+
+
+def test_a_long_table_breaks_across_pages_with_its_header_repeated():
+    """The verdict table as an ``xltabular``: caption and label first, the header on every page, a rule
+    between reports, missing values as dashes."""
+    table = pd.read_csv(io.StringIO(VERDICTS_CSV), dtype={"report": str})
+    [spec] = [t for s in paper_sections.SECTIONS for t in s.tables if t.name == "synthesis_verdicts"]
+    assert spec.long
+    assert paper_sections.table_fragment(spec, table, "90") == VERDICTS_FRAGMENT
+
+
 def test_an_older_paired_table_shows_the_columns_it_has():
     table = pd.read_csv(io.StringIO(PAIRED_CSV)).drop(columns=["verdict", "mde"])
     body = latex.tabular(table, latex.present(table, paper_sections.VERDICT_COLUMNS))
@@ -194,6 +237,9 @@ def test_parsing_the_paper_command_imports_nothing_heavy():
 def test_the_pdf_builds_from_partial_results(tmp_path, paper_copy, monkeypatch):
     """Some notebooks' tables and figures present, the others' missing: the PDF still builds."""
     results = copy_results(tmp_path / "results", ("baselines_", "sliding_window_001_", "tasks_"))
+    pd.concat([pd.read_csv(io.StringIO(VERDICTS_CSV), dtype={"report": str})] * 30).to_csv(
+        results / "tables" / "synthesis_verdicts.csv", index=False
+    )  # 90 rows: a long table over more than one page
     assert generate(paper_copy, results, monkeypatch) == 0
     pdf = paper_copy / "build" / "main.pdf"
     assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF")

@@ -148,14 +148,55 @@ def tabular(table: pd.DataFrame, columns: Sequence[Column], group: str | None = 
     wide = any(c.width == "X" for c in columns)
     spec = "".join(_spec(c) for c in columns)
     head = rf"\begin{{tabularx}}{{\linewidth}}{{{spec}}}" if wide else rf"\begin{{tabular}}{{{spec}}}"
-    lines = [head, r"\toprule", " & ".join(escape(c.header) for c in columns) + r" \\", r"\midrule"]
-    previous = None
+    lines = [head, r"\toprule", _header(columns), r"\midrule", *_rows(table, columns, group)]
+    lines += [r"\bottomrule", r"\end{tabularx}" if wide else r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _header(columns: Sequence[Column]) -> str:
+    return " & ".join(escape(c.header) for c in columns) + r" \\"
+
+
+def _rows(table: pd.DataFrame, columns: Sequence[Column], group: str | None) -> list[str]:
+    """One line per row of ``table``, with a ``\\midrule`` wherever the value of ``group`` changes."""
+    lines, previous = [], None
     for row in table.to_dict("records"):
         if group is not None and previous is not None and row.get(group) != previous:
             lines.append(r"\midrule")
         previous = row.get(group) if group is not None else None
         lines.append(" & ".join(cell(row, c) for c in columns) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabularx}" if wide else r"\end{tabular}"]
+    return lines
+
+
+LONG_TABLE_COLSEP = "4pt"
+"""Space either side of a column of a ``long_table`` (LaTeX's default is 6pt): its text column gets more."""
+
+
+def long_table(
+    table: pd.DataFrame,
+    columns: Sequence[Column],
+    caption: str,
+    label: str,
+    group: str | None = None,
+    size: str = r"\small",
+) -> str:
+    """``table`` as a booktabs ``xltabular`` across the line (an ``X`` column takes what the others leave)
+    that breaks across pages, for a table longer than a page: the caption above, the header repeated on
+    every page, "continued" where it breaks; a ``\\midrule`` wherever the value of ``group`` changes."""
+    spec = "".join(_spec(c) for c in columns)
+    n, header = len(columns), _header(columns)
+    lines = [
+        r"\begingroup", size, rf"\setlength{{\tabcolsep}}{{{LONG_TABLE_COLSEP}}}",
+        rf"\begin{{xltabular}}{{\linewidth}}{{{spec}}}",
+        rf"\caption{{{caption}}}\label{{{label}}} \\",
+        r"\toprule", header, r"\midrule", r"\endfirsthead",
+        rf"\multicolumn{{{n}}}{{l}}{{\emph{{Table \thetable, continued}}}} \\",
+        r"\toprule", header, r"\midrule", r"\endhead",
+        r"\midrule", rf"\multicolumn{{{n}}}{{r}}{{\emph{{continued on the next page}}}} \\", r"\endfoot",
+        r"\bottomrule", r"\endlastfoot",
+        *_rows(table, columns, group),
+        r"\end{xltabular}", r"\endgroup",
+    ]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -176,9 +217,10 @@ def table_float(body: str, caption: str, label: str, size: str = r"\small") -> s
     return _float("table", size, rf"\caption{{{caption}}}", rf"\label{{{label}}}", body.rstrip("\n"))
 
 
-def figure_float(path: str, caption: str, label: str) -> str:
-    """A figure float including the PDF at ``path`` (relative to the paper folder) with its caption."""
-    include = rf"\includegraphics[width=\linewidth,height=0.36\textheight,keepaspectratio]{{{path}}}"
+def figure_float(path: str, caption: str, label: str, height: float = 0.36) -> str:
+    """A figure float including the PDF at ``path`` (relative to the paper folder) with its caption, at most
+    the line's width and ``height`` of the text's height."""
+    include = rf"\includegraphics[width=\linewidth,height={height}\textheight,keepaspectratio]{{{path}}}"
     return _float("figure", include, rf"\caption{{{caption}}}", rf"\label{{{label}}}")
 
 

@@ -18,6 +18,7 @@ from countdown_study.reporting.latex import (
     code,
     escape,
     figure_float,
+    long_table,
     present,
     table_float,
     tabular,
@@ -62,6 +63,8 @@ class TableSpec:
     """CSV column whose changes get a ``\\midrule`` (e.g. ``model``)."""
     metrics: tuple[str, ...] | None = None
     """Keep only rows whose ``metric`` is one of these (paired tables)."""
+    long: bool = False
+    """Written as a ``latex.long_table`` that breaks across pages, not a float (a table longer than a page)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class FigureSpec:
     """Figure stem in ``results/figures`` (the PDF is included)."""
     caption: str
     """Caption (LaTeX)."""
+    height: float = 0.36
+    """Its largest height, as a fraction of the text's height (a figure of many rows needs more)."""
 
 
 @dataclass(frozen=True)
@@ -354,20 +359,21 @@ _SYNTHESIS = Section(
             (
                 Column("report", "report", "text"),
                 Column("claim", "claim", "text", width="X"),
-                Column("metric", "metric", "text"),
+                Column("metric", "metric", "text", width="0.11"),
                 Column("their_diff", "theirs", "signed"),
                 Column("our_diff", "ours", "signed"),
                 Column("ci", "95% interval", "interval"),
                 Column("mde", "MDE", "number"),
-                Column("verdict", "verdict", "text"),
+                Column("verdict", "verdict", "text", width="0.08"),
             ),
             "Every headline claim of the five reports: their difference on their model, ours on ours with its "
             "seed-aware interval and minimum detectable effect, and the verdict.",
             group="report",
+            long=True,
         ),
     ),
     (
-        FigureSpec("synthesis_forest", "Every row against the uniform RLOO row of its starting policy."),
+        FigureSpec("synthesis_forest", "Every row against the uniform RLOO row of its starting policy.", 0.8),
         FigureSpec("synthesis_tradeoff", "Each row's pass@1 difference against its pass@16 difference."),
     ),
 )
@@ -397,8 +403,10 @@ def table_fragment(spec: TableSpec, table: pd.DataFrame, notebook: str) -> str:
     """The table float of ``spec`` from its CSV ``table``."""
     if spec.metrics is not None and "metric" in table:
         table = table[table["metric"].isin(spec.metrics)]
-    body = tabular(table, present(table, spec.columns), group=spec.group)
-    return table_float(body, f"{spec.caption} {source_note(notebook, spec.name)}", f"tab:{spec.name}")
+    columns, caption = present(table, spec.columns), f"{spec.caption} {source_note(notebook, spec.name)}"
+    if spec.long:
+        return long_table(table, columns, caption, f"tab:{spec.name}", group=spec.group)
+    return table_float(tabular(table, columns, group=spec.group), caption, f"tab:{spec.name}")
 
 
 def section_body(
@@ -418,7 +426,7 @@ def section_body(
     for fig in section.figures:
         if fig.name in figures:
             caption = f"{fig.caption} {source_note(section.notebook, fig.name)}"
-            parts.append(figure_float(figures[fig.name], caption, f"fig:{fig.name}"))
+            parts.append(figure_float(figures[fig.name], caption, f"fig:{fig.name}", fig.height))
     absent = [t.name for t in section.tables if t.name not in tables] + [
         f.name for f in section.figures if f.name not in figures
     ]

@@ -23,6 +23,8 @@ BASELINE_COLOUR = "0.45"
 """Colour of the baseline rows (SFT, IPO, the uniform samplers)."""
 MARKERS = ("o", "s", "^", "D")
 """Markers of the models, in order of appearance."""
+MARKER_GLYPHS = {"o": "\u25cf", "s": "\u25a0", "^": "\u25b2", "D": "\u25c6"}
+"""Each marker as a character, for a key's text."""
 
 
 def report_colours(reports: Sequence[str]) -> dict[str, str]:
@@ -53,10 +55,16 @@ def _legend(fig: Figure, colours: dict[str, str], markers: dict[str, str]) -> No
     fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=7)
 
 
-def _key(ax, names: Sequence[str]) -> None:
-    """The names of numbered points, one per line, in an axis of their own."""
+def _key(ax, names: Sequence[str], markers: Sequence[str] | None = None) -> None:
+    """The names of numbered points, one per line, in an axis of their own; a name shared by points of
+    different models ends with its point's marker (``markers``, one per name)."""
     ax.set_axis_off()
-    lines = [f"{i:>2}  {name}" for i, name in enumerate(names, start=1)]
+    shared = {n for n in names if names.count(n) > 1}
+    glyphs = [MARKER_GLYPHS.get(m, m) for m in markers] if markers is not None else [""] * len(names)
+    lines = [
+        f"{i:>2}  {name}" + (f" {glyph}" if name in shared and glyph else "")
+        for i, (name, glyph) in enumerate(zip(names, glyphs, strict=True), start=1)
+    ]
     ax.text(
         0, 1, "\n".join(lines), va="top", ha="left", fontsize=6.5, family="monospace", transform=ax.transAxes
     )
@@ -125,7 +133,7 @@ def tradeoff_figure(
     ax.axvline(0, color="0.3", linewidth=0.8)
     ax.set_xlabel("pass@1 difference from uniform RLOO")
     ax.set_ylabel("pass@16 difference from uniform RLOO")
-    _key(key, list(tradeoff["method"]))
+    _key(key, list(tradeoff["method"]), [markers[m] for m in tradeoff["model"]])
     fig.suptitle(title, fontsize=10)
     _legend(fig, colours, markers)
     return fig
@@ -187,7 +195,7 @@ def budget_figure(
     ax.axvline(1, color="0.3", linewidth=0.8, linestyle="--")
     ax.set_xlabel("completion tokens generated per run, relative to uniform RLOO")
     ax.set_ylabel("pass@1 difference from uniform RLOO")
-    _key(key, list(budget["method"]))
+    _key(key, list(budget["method"]), [markers[m] for m in budget["model"]])
     fig.suptitle(title, fontsize=10)
     _legend(fig, colours, markers)
     return fig
