@@ -371,10 +371,49 @@ _SYNTHESIS = Section(
             group="report",
             long=True,
         ),
+        TableSpec(
+            "synthesis_curricula_ranking",
+            (
+                Column("rank", "rank", "count"),
+                METHOD_COLUMN,
+                Column("mean_diff_vs_others", "mean difference", "signed"),
+                Column("above", "above", "count"),
+                Column("below", "below", "count"),
+            ),
+            "The curricula on the embedded policy that share uniform RLOO's reward and rollouts, ranked by "
+            "their mean pass@1 difference from the others; \\emph{above} and \\emph{below} count the rows "
+            "each is above or below with a seed-aware interval clear of zero.",
+        ),
+        TableSpec(
+            "synthesis_budget",
+            (
+                Column("report", "report", "text"),
+                Column("method", "method", "text", width="X"),
+                Column("tokens_vs_uniform", "tokens / uniform", digits=2),
+                Column("gain_vs_uniform", "pass@1 gain", "signed"),
+                Column("gain", "95% interval", "interval"),
+                Column("gain_per_million_tokens", "gain / M tokens", "signed"),
+            ),
+            "What each row generated against what it gained: its completion tokens per run relative to its "
+            "uniform RLOO row, its pass@1 difference from that row with the seed-aware interval, and its pass@1 "
+            "gain over the starting policy per million generated tokens. The rows of the embedded policy come "
+            "first, then (after a rule) report 003's rows on the search-style policy.",
+            group="model",
+            long=True,
+        ),
     ),
     (
         FigureSpec("synthesis_forest", "Every row against the uniform RLOO row of its starting policy.", 0.8),
         FigureSpec("synthesis_tradeoff", "Each row's pass@1 difference against its pass@16 difference."),
+        FigureSpec(
+            "synthesis_cross_curricula",
+            "The curricula against each other at pass@1 (row minus column); a dot marks a pair whose "
+            "seed-aware interval is clear of zero.",
+            0.6,
+        ),
+        FigureSpec(
+            "synthesis_budget", "What each row generated against what it gained, beside uniform RLOO."
+        ),
     ),
 )
 SECTIONS = (
