@@ -291,7 +291,16 @@ _REPORT_003 = Section(
             "against uniform RLOO on whole rollouts. " + CLAIMS,
         ),
     ),
-    (FigureSpec("vcc_003_final_vs_first", "pass@k of the final answer and of the first verifying answer."),),
+    (
+        FigureSpec(
+            "vcc_003_final_vs_first", "pass@k of the final answer and of the first verifying answer.", 0.6
+        ),
+        FigureSpec(
+            "vcc_003_training",
+            "Over training: answer spans per rollout, the share of rollouts that abandon a verifying answer, "
+            "and the training batches' exact rate, for the rows of report 003's Tables 1 and 2.",
+        ),
+    ),
 )
 _REPORT_004 = Section(
     "report004",
