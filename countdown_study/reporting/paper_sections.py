@@ -260,6 +260,28 @@ _REPORT_003 = Section(
             "Answer abandonment: the final answer against the first verifying one.",
         ),
         TableSpec(
+            "vcc_003_frontier_mix",
+            (
+                Column("frontier", "easiest share of the pool", digits=1),
+                Column("tasks", "tasks", "count"),
+                Column("four_number_share", "four-number share"),
+                Column("median_solutions", "median solutions", digits=0),
+            ),
+            "What the solution-count curricula draw from: the easiest part of the training pool by solution "
+            "count, its share of four-number tasks (the harder half for the policy) and its median count.",
+        ),
+        TableSpec(
+            "vcc_003_training_mix",
+            (
+                METHOD_COLUMN,
+                Column("prompts", "prompts drawn", "count"),
+                Column("four_number_share", "four-number share"),
+                Column("pool_four_number_share", "pool's share"),
+            ),
+            "The share of four-number prompts each curriculum drew over its runs (from the frontier of every "
+            "step), beside the pool's.",
+        ),
+        TableSpec(
             "vcc_003_sweep_selection_summary",
             (
                 METHOD_COLUMN,
