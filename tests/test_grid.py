@@ -65,12 +65,13 @@ def notebook_calls(path: Path) -> list[grid.NotebookStudy]:
     nb = nbformat.read(path, as_version=4)
     defaults = _parameters(nb)
     found = []
+    space = {**defaults}  # one namespace: a later call's cell uses the names an earlier one imported
     for cell in nb.cells:
         if cell.cell_type != "code" or CALL not in cell.source:
             continue
         statements, calls = _calls(cell.source)
         recorded: list = []
-        space = {**defaults}
+        space[CALL] = _recorder(recorded)  # a cell may open with the call (notebook 06's second)
         for statement in statements:
             exec(compile(ast.Module([statement], []), str(path), "exec"), space)
             space[CALL] = _recorder(recorded)  # after each statement: the cell's import binds the real one
