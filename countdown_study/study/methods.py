@@ -434,7 +434,7 @@ def run_study(
         preset=preset,
         runs=pd.DataFrame(runs),
         samples=pd.concat(samples, ignore_index=True),
-        steps=pd.concat(steps, ignore_index=True) if steps else pd.DataFrame(),
+        steps=pd.concat(steps, ignore_index=True).copy() if steps else pd.DataFrame(),  # one block per dtype
         methods=tuple(names),
     )
 

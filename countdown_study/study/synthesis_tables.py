@@ -179,7 +179,8 @@ def extra_token_share(steps: pd.DataFrame) -> pd.Series:
     """Per (method, seed): the share of generated completion tokens a run spent beyond its update's groups
     (a sampler's probes, a filter's discarded groups)."""
     extra = sum(steps[c].fillna(0) for c in ("probe_tokens", "discarded_tokens") if c in steps)
-    frame = steps.assign(extra=extra, generated=steps["tokens"] + extra)
+    frame = pd.DataFrame({"method": steps["method"], "seed": steps["seed"], "extra": extra,
+                          "generated": steps["tokens"] + extra})  # fmt: skip
     sums = frame.groupby(["method", "seed"])[["extra", "generated"]].sum()
     return sums["extra"] / sums["generated"]
 
