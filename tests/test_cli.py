@@ -174,8 +174,13 @@ def test_runs_status_counts_the_grid_and_names_started_runs(capsys, tmp_path):
     ]
     assert lines[4].split() == ["started", sft.run_id, "02_baselines:", "SFT", "(seed", "0)", "[0", "steps]"]
     assert len(lines) == 5  # waiting runs are listed with --runs only
-    assert main(["runs", "verify", "02", "--root", str(tmp_path)]) == 2
-    assert "it takes no notebooks" in capsys.readouterr().err
+    # the README's order, notebooks after the options, says the same
+    assert main(["runs", "status", "--preset", "tiny", "--root", str(tmp_path), "02"]) == 0
+    assert capsys.readouterr().out.splitlines() == lines
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "verify", "02", "--root", str(tmp_path)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip() == "countdown-study: error: unrecognized arguments: 02"
 
 
 PARSE_ONLY = """

@@ -26,7 +26,10 @@ COMMANDS = {
         "evaluate a policy: pass@k, mean score, well-formed rate",
     ),
     "run": ("countdown_study.cli.run", "execute the study notebooks in order with papermill"),
-    "runs": ("countdown_study.cli.runs", "check the run store: every finished run against its checksums"),
+    "runs": (
+        "countdown_study.cli.runs",
+        "the run store: verify its finished runs, or the study grid's status",
+    ),
     "paper": ("countdown_study.cli.paper", "the paper from results/: tables, figures, macros, then the PDF"),
 }
 

@@ -12,19 +12,18 @@ from countdown_study.paths import runs_dir
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``countdown-study runs``."""
-    parser.add_argument(
-        "action", choices=("verify", "status"),
-        help="verify: check every finished run; status: the notebooks' planned runs and where they stand",
-    )  # fmt: skip
-    parser.add_argument(
-        "notebooks", nargs="*", help="status: notebook names, stems or number prefixes (default: all)"
+    """Arguments of ``countdown-study runs``: an action, each with its own options, so that notebooks
+    may follow the options (``runs status --preset full 06``) as well as precede them."""
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=type(parser))
+    verify = actions.add_parser("verify", help="check every finished run against its recorded checksums")
+    status = actions.add_parser("status", help="the notebooks' planned runs at a preset and where they stand")
+    status.add_argument(
+        "notebooks", nargs="*", help="notebook names, stems or number prefixes (default: all)"
     )
-    parser.add_argument(
-        "--preset", choices=PRESET_NAMES, default="quick", help="status: the preset (default quick)"
-    )
-    parser.add_argument("--root", default=None, help="run store folder (default results/runs)")
-    parser.add_argument("--runs", action="store_true", help="status: also list every unfinished run")
+    status.add_argument("--preset", choices=PRESET_NAMES, default="quick", help="the preset (default quick)")
+    status.add_argument("--runs", action="store_true", help="also list every unfinished run")
+    for action in (verify, status):
+        action.add_argument("--root", default=None, help="run store folder (default results/runs)")
 
 
 def cli_main(args: argparse.Namespace) -> int:
@@ -33,8 +32,6 @@ def cli_main(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else runs_dir()
     if args.action == "status":
         return status(args, root)
-    if args.notebooks:
-        raise ValueError("runs verify checks every finished run of the store; it takes no notebooks")
     from countdown_study.runs.store import RunStore, is_finished
 
     if not root.is_dir():
