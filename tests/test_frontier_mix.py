@@ -1,14 +1,26 @@
 """The number-count mix of the solution-count curricula's frontiers, on a worked example and against a plain
-reference."""
+reference; whether the adaptive and hybrid frontiers moved, against the samplers themselves."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from countdown_study.countdown.difficulty import solution_counts
+from countdown_study.countdown.grading import Grades
 from countdown_study.countdown.load import load_tasks
 from countdown_study.countdown.task import Task
-from countdown_study.study.frontier_mix import frontier_columns, frontier_mix, training_mix
+from countdown_study.samplers.solution_count import (
+    SOLUTION_COUNT_HYBRID,
+    SolutionCountAdaptiveSampler,
+    SolutionCountStagedSampler,
+)
+from countdown_study.study.frontier_mix import (
+    frontier_columns,
+    frontier_mix,
+    frontier_moves,
+    frontier_moves_summary,
+    training_mix,
+)
 
 POOL = [Task((3, 5, 7), 22), Task((2, 9, 4), 17), Task((1, 2, 3, 4), 10), Task((2, 3, 4, 6), 24)]
 """Solution counts 1, 1, 54, 28: the two four-number tasks rank easiest."""
@@ -56,3 +68,71 @@ def test_training_mix_weights_each_frontier_by_the_prompts_drawn_from_it():
     ]  # fmt: skip
     with pytest.raises(ValueError, match="no frontier columns"):
         training_mix(steps[["method", "step"]], POOL)
+
+
+def _grades(tasks: int, group: int, correct: bool) -> Grades:
+    shape = (tasks, group)
+    return Grades(
+        rewards=np.full(shape, float(correct)),
+        correct=np.full(shape, correct),
+        reasons=np.full(shape, None, dtype=object),
+        first_verifying=np.full(shape, 0 if correct else -1),
+        answer_spans=np.ones(shape, dtype=np.int64),
+        well_formed=np.ones(shape, dtype=bool),
+    )
+
+
+def _drive(sampler, correct: bool, steps: int = 10, batch_size: int = 8):
+    """The sampler's batches and a step log as the training loop writes it (stats after ``observe``)."""
+    records, drawn = [], []
+    for step in range(steps):
+        batch = sampler.next_batch(step, batch_size)
+        drawn.append(list(batch.indices))
+        grades = _grades(len(batch.tasks), 4, correct)
+        sampler.observe(step, batch, grades, np.zeros((len(batch.tasks), 4)))
+        records.append({"method": "Hybrid", "seed": 7, "step": step,
+                        **{f"sampler_{k}": v for k, v in sampler.stats().items()}})  # fmt: skip
+    return drawn, pd.DataFrame(records)
+
+
+def test_frontier_moves_tells_a_hybrid_that_never_leads_from_the_staged_curriculum():
+    pool = load_tasks("generated:400:3")
+    staged = SolutionCountStagedSampler.from_options(pool, seed=7, total_steps=10)
+    staged_batches = [list(staged.next_batch(step, 8).indices) for step in range(10)]
+
+    # Nothing verifies: the adaptive share never widens, the clock sets every frontier, the batches are staged's.
+    hybrid = SolutionCountAdaptiveSampler.from_options(
+        pool, seed=7, config=SOLUTION_COUNT_HYBRID, total_steps=10
+    )
+    batches, steps = _drive(hybrid, correct=False)
+    moves = frontier_moves(steps)
+    assert moves[["moves", "final_share", "max_success_ema", "ahead_steps"]].to_dict("records") == [
+        {"moves": 0, "final_share": 0.3, "max_success_ema": 0.0, "ahead_steps": 0}
+    ]
+    assert np.isnan(moves["first_move"].iloc[0])
+    assert batches == staged_batches
+
+    # Everything verifies, one step's dwell, 30% growth: the share widens after steps 0, 1 and 2 (0.6, 0.9, 1.0)
+    # and leads the schedule (0.3 for steps 0-2, 0.7 for 3-6, 1.0 from 7) at steps 1-6, where the batches differ.
+    fast = SolutionCountAdaptiveSampler.from_options(
+        pool, seed=7, config=SOLUTION_COUNT_HYBRID, total_steps=10, growth=0.3, min_dwell=1
+    )
+    batches, steps = _drive(fast, correct=True)
+    moves = frontier_moves(steps).iloc[0]
+    assert (moves["moves"], moves["first_move"], moves["final_share"], moves["ahead_steps"]) == (
+        3,
+        0.0,
+        1.0,
+        6,
+    )
+    assert [a != b for a, b in zip(batches, staged_batches, strict=True)] == [False] + [True] * 6 + [
+        False
+    ] * 3
+
+    summary = frontier_moves_summary(pd.concat([frontier_moves(steps), frontier_moves(steps.assign(seed=8))]))
+    assert summary.to_dict("records") == [
+        {"method": "Hybrid", "runs": 2, "runs_moved": 2, "mean_final_share": 1.0, "max_success_ema": 1.0,
+         "runs_ahead": 2}
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="sampler_adaptive_share"):
+        frontier_moves(steps.drop(columns="sampler_adaptive_share"))

@@ -100,7 +100,10 @@ _ROWS = {
          "abandonment needs text after an answer; 224 is the evaluation budget", "study.WHOLE_ROLLOUTS"),
         ("adaptive and hybrid curricula", "named, not defined", "adaptive: a frontier over the easiest-first "
          "ranking that widens by 10% when the training success EMA reaches 0.5 (dwell 3 steps); hybrid: "
-         "that frontier, never behind the staged schedule", "the report gives no rule",
+         "that frontier, never behind the staged schedule", "the report gives no rule; 0.5 is report 000's "
+         "middle of the learnable range, set before any run. A policy whose training success stays under it "
+         "never widens the frontier, and its hybrid is then the staged curriculum, seed for seed "
+         "(vcc_003_frontier_moves says whether that happened)",
          "samplers.solution_count.SolutionCountAdaptiveConfig"),
         ("VCC pairs per prompt", "capped, cap not given", "2", "as many as our IPO pairs",
          "objectives.vcc.VCCConfig.max_pairs_per_prompt"),

@@ -282,6 +282,21 @@ _REPORT_003 = Section(
             "step), beside the pool's.",
         ),
         TableSpec(
+            "vcc_003_frontier_moves_summary",
+            (
+                METHOD_COLUMN,
+                Column("runs", "runs", "count"),
+                Column("runs_moved", "runs widened", "count"),
+                Column("mean_final_share", "final share", digits=2),
+                Column("max_success_ema", "highest success EMA"),
+                Column("runs_ahead", "runs ahead of staged", "count"),
+            ),
+            "Did the adaptive rules adapt? Runs whose adaptive frontier ever widened (at a training success "
+            "EMA of 0.5), its mean final share of the pool, the highest success EMA, and the runs whose "
+            "frontier was ever wider than the staged schedule's: a hybrid run never ahead drew the staged "
+            "curriculum's prompts seed for seed, and its results are the staged row's.",
+        ),
+        TableSpec(
             "vcc_003_sweep_selection_summary",
             (
                 METHOD_COLUMN,
