@@ -257,6 +257,11 @@ def test_pairwise_table_and_ranking_on_hand_made_matrices():
     assert pairs["diff"].tolist() == [0.5, 1.0, 0.5] and (pairs["verdict"] == "a above b").all()
     ranking = synthesis_tables.curricula_ranking(pairs).set_index("method")
     assert ranking["mean_diff_vs_others"].to_dict() == {"A": 0.75, "B": 0.0, "C": -0.75}
+    same = synthesis_tables.pairwise_table({**matrices, "B again": np.full((4, 2), 0.5)}, n_resamples=200)
+    verdicts = dict(zip(zip(same["a"], same["b"], strict=True), same["verdict"], strict=True))
+    assert (
+        verdicts[("B", "B again")] == synthesis_tables.SAME_RUNS and verdicts[("A", "B again")] == "a above b"
+    )
     assert ranking["above"].to_dict() == {"A": 2, "B": 1, "C": 0}
     assert ranking["below"].to_dict() == {"A": 0, "B": 1, "C": 2} and ranking["rank"].tolist() == [1, 2, 3]
 

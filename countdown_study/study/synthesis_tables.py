@@ -41,6 +41,8 @@ CURRICULA = (UNIFORM, *REPORT_000, *REPORT_002, *REPORT_003_EMBEDDED[:3], *REPOR
 with uniform RLOO as the anchor (report 001's rows use its binary reward and report 003's VCC rows whole
 rollouts: they are left out)."""
 
+SAME_RUNS = "same runs"
+"""The verdict of two rows whose per-task values are equal under every seed: one experiment, not two."""
 _ORDERED = {"holds": "a above b", "reversed": "a below b"}
 """A signed verdict of ``a`` above ``b`` as an order."""
 _FLIPPED = {"a above b": "a below b", "a below b": "a above b"}
@@ -52,13 +54,16 @@ def pairwise_table(
 ) -> pd.DataFrame:
     """Every pair ``a`` before ``b`` of ``matrices`` (method -> per-task values ``(tasks, seeds)``) compared
     with ``compare``: ``diff``, the interval, the minimum detectable effect and ``verdict`` (``a above b``,
-    ``a below b``, ``inside noise`` or one seed)."""
+    ``a below b``, ``inside noise``, one seed, or ``SAME_RUNS`` when the two matrices are equal cell for
+    cell: rows that trained the same way, such as a hybrid curriculum that never left the staged schedule,
+    whose zero-width interval says nothing about noise)."""
     names = list(matrices)
     rows = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             c = compare(matrices[a], matrices[b], seed, n_resamples)
-            judged = verdict(c, +1)
+            same = np.array_equal(matrices[a], matrices[b])
+            judged = SAME_RUNS if same else verdict(c, +1)
             rows.append({"a": a, "b": b, "diff": c.diff, "ci_low": c.ci_low, "ci_high": c.ci_high,
                          "mde": c.mde, "n_seeds": c.n_seeds,
                          "verdict": _ORDERED.get(judged, judged)})  # fmt: skip
