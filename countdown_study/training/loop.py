@@ -52,6 +52,7 @@ from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
 from countdown_study.rollout.core import HOST
 from countdown_study.runs.files import OMIT_AT_DEFAULT
+from countdown_study.runs.memory import return_free_heap
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import REFILLABLE, SAMPLERS, Batch, Sampler, make_sampler
 from countdown_study.seeding import Stream, derive_seed
@@ -533,15 +534,18 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
                     writer.add_scalar(key, value, step)
         bar.set_postfix(reward=f"{record['reward_mean']:.3f}", exact=f"{record['exact_rate']:.3f}")
         if step + 1 in snapshots:
+            return_free_heap()  # an evaluation allocates anew: not on top of the step's freed heap
             evaluate_snapshot(
                 store, config.eval, config.seed, step + 1, model, tokenizer, snapshot_sets, template, engine
             )
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             save_checkpoint(store, step + 1, model, optimizer, sampler)
+            return_free_heap()
     if writer is not None:
         writer.close()
     for name, rows in sampler.records().items():
         store.write_table(f"sampler_{name}", pd.DataFrame(rows))
+    return_free_heap()
     result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template, engine)
     save_final(store, model, tokenizer)
     return {"eval": result.summary, "steps": config.steps}
