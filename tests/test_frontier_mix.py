@@ -4,9 +4,9 @@ reference; whether the adaptive and hybrid frontiers moved, against the samplers
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import grades_of
 
 from countdown_study.countdown.difficulty import solution_counts
-from countdown_study.countdown.grading import Grades
 from countdown_study.countdown.load import load_tasks
 from countdown_study.countdown.task import Task
 from countdown_study.samplers.solution_count import (
@@ -70,25 +70,13 @@ def test_training_mix_weights_each_frontier_by_the_prompts_drawn_from_it():
         training_mix(steps[["method", "step"]], POOL)
 
 
-def _grades(tasks: int, group: int, correct: bool) -> Grades:
-    shape = (tasks, group)
-    return Grades(
-        rewards=np.full(shape, float(correct)),
-        correct=np.full(shape, correct),
-        reasons=np.full(shape, None, dtype=object),
-        first_verifying=np.full(shape, 0 if correct else -1),
-        answer_spans=np.ones(shape, dtype=np.int64),
-        well_formed=np.ones(shape, dtype=bool),
-    )
-
-
 def _drive(sampler, correct: bool, steps: int = 10, batch_size: int = 8):
     """The sampler's batches and a step log as the training loop writes it (stats after ``observe``)."""
     records, drawn = [], []
     for step in range(steps):
         batch = sampler.next_batch(step, batch_size)
         drawn.append(list(batch.indices))
-        grades = _grades(len(batch.tasks), 4, correct)
+        grades = grades_of(np.full((len(batch.tasks), 4), float(correct)))
         sampler.observe(step, batch, grades, np.zeros((len(batch.tasks), 4)))
         records.append({"method": "Hybrid", "seed": 7, "step": step,
                         **{f"sampler_{k}": v for k, v in sampler.stats().items()}})  # fmt: skip
