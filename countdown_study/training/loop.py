@@ -540,12 +540,11 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
             )
         if (step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps:
             save_checkpoint(store, step + 1, model, optimizer, sampler)
-            return_free_heap()
+            return_free_heap()  # the last step always checkpoints: this also precedes the final evaluation
     if writer is not None:
         writer.close()
     for name, rows in sampler.records().items():
         store.write_table(f"sampler_{name}", pd.DataFrame(rows))
-    return_free_heap()
     result = evaluate_run(store, config.eval, config.seed, model, tokenizer, eval_tasks, template, engine)
     save_final(store, model, tokenizer)
     return {"eval": result.summary, "steps": config.steps}
