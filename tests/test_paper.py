@@ -288,3 +288,17 @@ def test_report_numbers_are_read_back_as_names(tmp_path):
     tables, _, _ = paper.load_results(tmp_path / "tables", tmp_path / "figures")
     assert list(tables["v"]["report"]) == ["000", "004"]  # not 0 and 4
     assert list(tables["v"]["diff"]) == [0.5, 1.0]
+
+
+def test_the_abstract_counts_the_headline_claims_by_verdict():
+    verdicts = pd.DataFrame(
+        {"verdict": ["holds", "inside noise", "inside noise", "reversed", "inside noise"]}
+    )
+    assert paper.claim_counts(verdicts) == {
+        "ClaimsTotal": "5", "ClaimsHolds": "1", "ClaimsReversed": "1", "ClaimsInsideNoise": "3"
+    }  # fmt: skip
+    assert set(paper.claim_counts(None).values()) == {r"\textit{n/a}"}
+    text = paper.macros({"synthesis_verdicts": verdicts}, {})
+    assert r"\newcommand{\ClaimsInsideNoise}{3}" in text
+    # the rows report 003's prose cites are defined before notebook 06 has run
+    assert r"\newcommand{\VccVccRlooVsRlooUniformPassSixteenCI}{\textit{n/a}}" in text

@@ -16,6 +16,7 @@ from countdown_study.reporting.readme import (
     VERDICTS_TABLE,
     readme_block,
     replace_block,
+    seed_counts,
     verdict_markdown,
 )
 
@@ -51,6 +52,13 @@ def test_the_verdict_table_as_markdown_rows():
         "| inside noise | 0.026 |",
         "| 004: adsc_real_only above uniform (pass@16) | - | 0.700 -> 0.650: +0.050 [+0.010, +0.090] | holds | - |",
     ]
+
+
+def test_claims_resting_on_more_runs_than_the_seeds_per_method_are_counted_apart():
+    assert seed_counts(pd.Series([5, 5, 5])) == "5 training seed(s) per method"
+    assert seed_counts(pd.Series([5, 30, 5, 5, 10, 10])) == (
+        "5 training seed(s) per method (10 runs for 2 claim(s); 30 runs for 1 claim(s))"
+    )
 
 
 def test_a_verdict_table_without_rows_or_columns_is_refused():

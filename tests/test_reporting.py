@@ -448,3 +448,14 @@ def test_arm_state_draws_each_arm_per_method_in_its_source_hue():
     assert matplotlib.colors.to_hex(syn.get_color()) == colours["syn:T0"]
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["real:T0", "syn:T0"]
     assert a_q.get_ylabel() == "arm value Q" and a_p.get_ylabel() == "arm probability"
+
+
+def test_final_vs_first_answer_figure_has_a_panel_per_method_and_says_what_it_shows(curves):
+    first = curves.assign(**{"pass@k": curves["pass@k"] + 0.1})
+    fig = plots.answer_curves_figure(curves, first)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["A", "B"]
+    final_line, first_line = panels[1].get_lines()
+    assert list(final_line.get_ydata()) == [0.1, 0.2, 0.3]
+    assert list(first_line.get_ydata()) == pytest.approx([0.2, 0.3, 0.4])
+    assert outputs.caption(fig).startswith("pass@k of the final answer and of the first verifying answer")

@@ -105,8 +105,29 @@ HEADLINES = (
     Headline(
         "ReplacementPassOne", "baselines_paired", "RLOO uniform (with replacement) vs RLOO uniform", "pass@1"
     ),
+    *(
+        Headline(f"Vcc{macro_name(contrast)}{macro_name(metric)}", "vcc_003_paired", contrast, metric)
+        for contrast in (
+            "Staged curriculum vs RLOO uniform",
+            "Adaptive curriculum vs RLOO uniform",
+            "VCC-RLOO vs RLOO uniform",
+            "Commit reward only vs RLOO uniform",
+        )
+        for metric in ("pass@1", "pass@16")
+    ),
+    Headline(
+        "VccSelectionClaimValidationSelectedVsFinalCheckpointPassOne",
+        "vcc_003_selection_claim",
+        "validation-selected vs final checkpoint",
+        "pass@1",
+    ),
 )
-"""The rows the prose cites; every other paired row gets ``\\<Table><Contrast><Metric>``."""
+"""The rows the prose cites, under the names the table loop of ``macros`` gives them, so that they are
+defined (``n/a``) before their notebook has run; every other paired row gets
+``\\<Table><Contrast><Metric>``."""
+
+CLAIM_VERDICTS = ("holds", "reversed", "inside noise")
+"""The verdicts a headline claim of ``synthesis_verdicts`` can carry, counted for the abstract."""
 
 
 def find_row(table: pd.DataFrame | None, contrast: str, metric: str) -> dict[str, object] | None:
@@ -133,6 +154,17 @@ def verdict_counts(paired: Mapping[str, pd.DataFrame]) -> dict[str, int]:
     return {v: int(counted.get(v, 0)) for v in KNOWN_VERDICTS}
 
 
+def claim_counts(verdicts: pd.DataFrame | None) -> dict[str, str]:
+    """``ClaimsTotal`` and ``Claims<Verdict>`` macros: how many of the reports' headline claims in the
+    synthesis verdict table carry each verdict; ``n/a`` for each before notebook 90 has written it."""
+    names = ["ClaimsTotal", *("Claims" + macro_name(v) for v in CLAIM_VERDICTS)]
+    if verdicts is None or "verdict" not in verdicts.columns:
+        return dict.fromkeys(names, r"\textit{n/a}")
+    counted = verdicts["verdict"].value_counts()
+    counts = [len(verdicts), *(int(counted.get(v, 0)) for v in CLAIM_VERDICTS)]
+    return {name: str(n) for name, n in zip(names, counts, strict=True)}
+
+
 def macros(tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping]) -> str:
     """``generated/macros.tex``: headline rows, every paired row, verdict counts and provenance."""
     paired = paired_tables(tables)
@@ -149,6 +181,7 @@ def macros(tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping]) -> 
                 lines += row_macros(base, row)
     for verdict, n in verdict_counts(paired).items():
         lines.append(newcommand("Verdicts" + macro_name(verdict), str(n)))
+    lines += [newcommand(k, v) for k, v in claim_counts(tables.get("synthesis_verdicts")).items()]
     lines.append(newcommand("PairedTablesPresent", str(len(paired))))
     lines += [newcommand(k, v) for k, v in provenance(metas).items()]
     return "\n".join(lines) + "\n"

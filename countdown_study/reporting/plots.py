@@ -645,4 +645,7 @@ def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, columns: int 
     handles = [Line2D([], [], color="C0", linestyle=s, label=t) for s, t in (("-", "final answer"),
                ("--", "first verifying answer"))]  # fmt: skip
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7)
+    fig.suptitle(
+        "pass@k of the final answer and of the first verifying answer, one panel per method", fontsize=10
+    )
     return fig

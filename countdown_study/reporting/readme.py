@@ -42,6 +42,16 @@ def verdict_row(row: pd.Series) -> str:
     return f"| {claim} | {_pair(row['their_a'], row['their_b'])} | {ours} | {row['verdict']} | {mde} |"
 
 
+def seed_counts(n_seeds: pd.Series) -> str:
+    """How many training seeds (or runs) stand behind the claims: the most common count per method,
+    then any other count with the number of claims resting on it."""
+    counts = n_seeds.astype(int).value_counts()
+    common = int(counts.index[0])
+    text = f"{common} training seed(s) per method"
+    others = [f"{int(n)} runs for {c} claim(s)" for n, c in sorted(counts.iloc[1:].items())]
+    return f"{text} ({'; '.join(others)})" if others else text
+
+
 def verdict_markdown(verdicts: pd.DataFrame) -> str:
     """The README's results: a sentence counting the verdicts, then one row per claim of ``verdicts``
     (the synthesis verdict table), labelled with whose model each number is on."""
@@ -52,11 +62,11 @@ def verdict_markdown(verdicts: pd.DataFrame) -> str:
         raise ValueError("the verdict table has no rows")
     theirs = "; ".join(sorted({str(m) for m in verdicts["their_model"].dropna()})) or "-"
     ours = "; ".join(sorted({str(m) for m in verdicts["model"].dropna()}))
-    seeds = "/".join(str(n) for n in sorted({int(n) for n in verdicts["n_seeds"]}))
+    seeds = seed_counts(verdicts["n_seeds"])
     tally = ", ".join(f"{n} {verdict}" for verdict, n in verdicts["verdict"].value_counts().items())
     lines = [
         f"{len(verdicts)} headline claims of the reports: {tally}. The reports' numbers are on {theirs}; "
-        f"ours on {ours}, {seeds} training seed(s) per method.",
+        f"ours on {ours}, {seeds}.",
         "",
         "| claim | report: a -> b | here: a -> b: a - b [95% interval] | verdict | MDE |",
         "|---|---|---|---|---|",
