@@ -84,6 +84,12 @@ def row_macros(name: str, row: Mapping[str, object] | None) -> list[str]:
     return [*lines, newcommand(name + "Verdict", MISSING if is_missing(verdict) else escape(verdict))]
 
 
+def paired_macro(table: str, contrast: str, metric: str) -> str:
+    """The macro name of a paired table's row: ``<Table><Contrast><Metric>``, the table's name without its
+    report number and ``_paired`` (``vcc_003_paired`` -> ``Vcc``)."""
+    return macro_name(re.sub(r"\d+|_paired$", "", table)) + macro_name(f"{contrast} {metric}")
+
+
 @dataclass(frozen=True)
 class Headline:
     """A paired row the abstract and introduction cite by name."""
@@ -106,7 +112,7 @@ HEADLINES = (
         "ReplacementPassOne", "baselines_paired", "RLOO uniform (with replacement) vs RLOO uniform", "pass@1"
     ),
     *(
-        Headline(f"Vcc{macro_name(contrast)}{macro_name(metric)}", "vcc_003_paired", contrast, metric)
+        Headline(paired_macro("vcc_003_paired", contrast, metric), "vcc_003_paired", contrast, metric)
         for contrast in (
             "Staged curriculum vs RLOO uniform",
             "Adaptive curriculum vs RLOO uniform",
@@ -116,15 +122,14 @@ HEADLINES = (
         for metric in ("pass@1", "pass@16")
     ),
     Headline(
-        "VccSelectionClaimValidationSelectedVsFinalCheckpointPassOne",
+        paired_macro("vcc_003_selection_claim", "validation-selected vs final checkpoint", "pass@1"),
         "vcc_003_selection_claim",
         "validation-selected vs final checkpoint",
         "pass@1",
     ),
 )
-"""The rows the prose cites, under the names the table loop of ``macros`` gives them, so that they are
-defined (``n/a``) before their notebook has run; every other paired row gets
-``\\<Table><Contrast><Metric>``."""
+"""The rows the prose cites; those after the first four under their ``paired_macro`` names, so that they
+are defined (``n/a``) before their notebook has run; every other paired row gets its ``paired_macro``."""
 
 CLAIM_VERDICTS = ("holds", "reversed", "inside noise")
 """The verdicts a headline claim of ``synthesis_verdicts`` can carry, counted for the abstract."""
@@ -173,9 +178,8 @@ def macros(tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping]) -> 
         lines += row_macros(h.macro, find_row(paired.get(h.table), h.contrast, h.metric))
     seen = {h.macro for h in HEADLINES}
     for name, table in paired.items():
-        tag = macro_name(re.sub(r"\d+|_paired$", "", name))
         for row in table.to_dict("records"):
-            base = tag + macro_name(f"{row['contrast']} {row['metric']}")
+            base = paired_macro(name, row["contrast"], row["metric"])
             if base not in seen:
                 seen.add(base)
                 lines += row_macros(base, row)
