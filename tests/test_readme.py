@@ -1,4 +1,4 @@
-"""The README's results table: written from the synthesis verdict table, never typed by hand."""
+"""The README's results: written from the claim registry's verdicts, never typed by hand."""
 
 from __future__ import annotations
 
@@ -12,60 +12,73 @@ from countdown_study.paths import readme_path, tables_dir
 from countdown_study.reporting.outputs import read_table
 from countdown_study.reporting.readme import (
     BEGIN,
+    CLAIMS_TABLE,
     END,
-    VERDICTS_TABLE,
+    claims_markdown,
+    count_table,
     readme_block,
     replace_block,
-    seed_counts,
-    verdict_markdown,
 )
 
 NAN = math.nan
 
 
-def verdicts() -> pd.DataFrame:
-    """Two claims as ``study.synthesis.verdict_table`` writes them (extra columns included)."""
+def claims() -> pd.DataFrame:
+    """Four claims as ``study.claims.claims_table`` writes them (extra columns included)."""
+    base = {"source": "Table 1", "statement": "s", "policy": "embedded", "t_low": NAN, "t_high": NAN,
+            "n_tasks": 500, "why": ""}  # fmt: skip
     return pd.DataFrame(
         [
-            {"report": "000", "source": "Table 1", "claim": "fixed_v1 below uniform", "metric": "pass@1",
-             "sign": -1, "their_a": 0.381, "their_b": 0.43, "their_diff": -0.049, "their_metric": "pass@1",
-             "their_source": "Table 1", "their_model": "Qwen2.5-0.5B", "model": "embedded",
-             "our_a": 0.41812, "our_b": 0.4241, "our_diff": -0.00598, "ci_low": -0.0251, "ci_high": 0.01376,
-             "mde": 0.0262, "n_seeds": 5, "verdict": "inside noise"},
-            {"report": "004", "source": "Table 2", "claim": "adsc_real_only above uniform", "metric": "pass@16",
-             "sign": 1, "their_a": NAN, "their_b": NAN, "their_diff": NAN, "their_metric": "pass@16",
-             "their_source": "", "their_model": "Qwen2.5-0.5B", "model": "embedded",
-             "our_a": 0.7, "our_b": 0.65, "our_diff": 0.05, "ci_low": 0.01, "ci_high": 0.09,
-             "mde": NAN, "n_seeds": 5, "verdict": "holds"},
+            {**base, "claim_id": "000.a", "report": "000", "metric": "pass@1", "a": "Fixed v1", "b": "RLOO uniform",
+             "sign": -1, "report_a": 0.381, "report_b": 0.43, "ours_a": 0.41812, "ours_b": 0.4241,
+             "diff": -0.00598, "ci_low": -0.0251, "ci_high": 0.01376, "mde": 0.0262, "n_seeds": 5,
+             "seeds_needed": 5, "verdict": "inside noise"},
+            {**base, "claim_id": "004.b", "report": "004", "metric": "pass@16", "a": "Router", "b": "RLOO uniform",
+             "sign": 1, "report_a": NAN, "report_b": NAN, "ours_a": 0.7, "ours_b": 0.65, "diff": 0.05,
+             "ci_low": 0.01, "ci_high": 0.09, "mde": 0.03, "n_seeds": 5, "seeds_needed": NAN, "verdict": "holds"},
+            {**base, "claim_id": "004.c", "report": "004", "metric": "pass@16", "a": "Router", "b": "RLOO uniform",
+             "sign": 1, "report_a": NAN, "report_b": NAN, "ours_a": 0.7, "ours_b": 0.65, "diff": 0.05,
+             "ci_low": 0.01, "ci_high": 0.09, "mde": 0.03, "n_seeds": 5, "seeds_needed": NAN,
+             "verdict": "same runs as 004.b"},
+            {**base, "claim_id": "004.d", "report": "004", "metric": "pass@16", "a": "Teacher", "b": "",
+             "sign": 1, "report_a": NAN, "report_b": NAN, "ours_a": NAN, "ours_b": NAN, "diff": NAN,
+             "ci_low": NAN, "ci_high": NAN, "mde": NAN, "n_seeds": 0, "seeds_needed": NAN,
+             "verdict": "not tested", "why": "no such row"},
         ]
     )  # fmt: skip
 
 
-def test_the_verdict_table_as_markdown_rows():
-    assert verdict_markdown(verdicts()).split("\n") == [
-        "2 headline claims of the reports: 1 inside noise, 1 holds. The reports' numbers are on Qwen2.5-0.5B; "
-        "ours on embedded, 5 training seed(s) per method.",
-        "",
-        "| claim | report: a -> b | here: a -> b: a - b [95% interval] | verdict | MDE |",
-        "|---|---|---|---|---|",
-        "| 000: fixed_v1 below uniform (pass@1) | 0.381 -> 0.430 | 0.418 -> 0.424: -0.006 [-0.025, +0.014] "
-        "| inside noise | 0.026 |",
-        "| 004: adsc_real_only above uniform (pass@16) | - | 0.700 -> 0.650: +0.050 [+0.010, +0.090] | holds | - |",
+def test_the_counts_per_report_and_verdict():
+    assert count_table(claims()) == [
+        "| report | holds | inside noise | same runs | not tested | all |",
+        "|---|---|---|---|---|---|",
+        "| 000 | 0 | 1 | 0 | 0 | 1 |",
+        "| 004 | 1 | 0 | 1 | 1 | 3 |",
+        "| all | 1 | 1 | 1 | 1 | 4 |",
     ]
 
 
-def test_claims_resting_on_more_runs_than_the_seeds_per_method_are_counted_apart():
-    assert seed_counts(pd.Series([5, 5, 5])) == "5 training seed(s) per method"
-    assert seed_counts(pd.Series([5, 30, 5, 5, 10, 10])) == (
-        "5 training seed(s) per method (10 runs for 2 claim(s); 30 runs for 1 claim(s))"
+def test_the_claims_as_markdown():
+    lines = claims_markdown(claims()).split("\n")
+    assert lines[0].startswith(
+        "Every quantitative claim of the five reports, 4 in all, is in `results/tables/claims.csv` with its "
+        "source, metric and verdict: 1 holds, 1 inside noise, 1 same runs, 1 not tested."
     )
+    assert "ours on embedded, 5 training seeds, 95% intervals" in lines[0]
+    # only the evidence is listed one by one; the untested row's empty interval is never printed
+    assert lines[-3:] == [
+        "| claim | metric | report: a vs b | ours: a vs b: a - b [95%] | MDE | seeds for the report's effect | verdict |",
+        "|---|---|---|---|---|---|---|",
+        "| `004.b`: Router above RLOO uniform | pass@16 | - vs - | 0.700 vs 0.650: +0.050 [+0.010, +0.090] | 0.030 "
+        "| >1000 | holds |",
+    ]
 
 
-def test_a_verdict_table_without_rows_or_columns_is_refused():
+def test_a_claims_table_without_rows_or_columns_is_refused():
     with pytest.raises(ValueError, match="lacks column\\(s\\) ci_low, ci_high"):
-        verdict_markdown(verdicts().drop(columns=["ci_low", "ci_high"]))
+        claims_markdown(claims().drop(columns=["ci_low", "ci_high"]))
     with pytest.raises(ValueError, match="no rows"):
-        verdict_markdown(verdicts().iloc[:0])
+        claims_markdown(claims().iloc[:0])
 
 
 def test_only_the_lines_between_the_markers_change():
@@ -87,7 +100,7 @@ def test_a_readme_without_its_markers_is_refused(text, message):
         replace_block(text, "rows")
 
 
-def test_the_paper_command_rewrites_the_readme_from_the_verdict_table(tmp_path, monkeypatch, capsys):
+def test_the_paper_command_rewrites_the_readme_from_the_claims_table(tmp_path, monkeypatch, capsys):
     results = tmp_path / "results"
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{BEGIN}\nhand-typed\n{END}\n")
@@ -99,23 +112,27 @@ def test_the_paper_command_rewrites_the_readme_from_the_verdict_table(tmp_path, 
     args = ["paper", "--paper-dir", str(paper), "--no-pdf", "--readme", str(readme)]
     assert main(args) == 0  # no verdict table yet: the README is left alone, and says why
     assert "hand-typed" in readme.read_text()
-    assert "no synthesis_verdicts.csv" in capsys.readouterr().out
+    assert "no claims.csv" in capsys.readouterr().out
 
     tables_dir().mkdir(parents=True)
-    verdicts().to_csv(tables_dir() / f"{VERDICTS_TABLE}.csv", index=False)
+    claims().to_csv(tables_dir() / f"{CLAIMS_TABLE}.csv", index=False)
     assert main(args) == 0
-    assert readme_block(readme.read_text()) == verdict_markdown(verdicts())
-    assert readme.read_text().startswith(f"intro\n{BEGIN}\n2 headline claims")
+    assert readme_block(readme.read_text()) == claims_markdown(
+        read_table(tables_dir() / f"{CLAIMS_TABLE}.csv")
+    )
+    assert readme.read_text().startswith(
+        f"intro\n{BEGIN}\nEvery quantitative claim of the five reports, 4 in all"
+    )
 
     readme.write_text("no markers\n")
     assert main(args) == 2
     assert "needs the line" in capsys.readouterr().err
 
 
-def test_the_committed_readme_holds_the_committed_verdicts():
+def test_the_committed_readme_holds_the_committed_claims():
     text = readme_path().read_text()
     assert text.count(BEGIN) == 1 and text.count(END) == 1
     assert readme_block(text).strip(), "the README's results block is empty"
-    source = tables_dir() / f"{VERDICTS_TABLE}.csv"
-    if source.is_file():  # once the full synthesis is committed, the README shows exactly its verdicts
-        assert readme_block(text) == verdict_markdown(read_table(source))
+    source = tables_dir() / f"{CLAIMS_TABLE}.csv"
+    assert source.is_file(), "the full preset's claims.csv is committed"
+    assert readme_block(text) == claims_markdown(read_table(source))

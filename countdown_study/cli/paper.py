@@ -48,13 +48,13 @@ def cli_main(args: argparse.Namespace) -> int:
     written = paper.write_generated(folder, tables, figures_dir(args.preset))
     print(f"{len(written)} files written to {folder / 'generated'}")
     if args.readme is not None:
-        from countdown_study.reporting.readme import VERDICTS_TABLE, refresh_readme
+        from countdown_study.reporting.readme import CLAIMS_TABLE, refresh_readme
 
         readme = Path(args.readme) if args.readme else readme_path()
         if refresh_readme(readme, tables):
-            print(f"results table of {readme} written from {VERDICTS_TABLE}.csv")
+            print(f"results table of {readme} written from {CLAIMS_TABLE}.csv")
         else:
-            print(f"{readme} left as it is: no {VERDICTS_TABLE}.csv in {tables} yet")
+            print(f"{readme} left as it is: no {CLAIMS_TABLE}.csv in {tables} yet")
     if args.no_pdf:
         return 0
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:

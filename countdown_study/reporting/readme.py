@@ -1,8 +1,12 @@
-"""The README's results table, written from the synthesis verdict table (``synthesis_verdicts.csv``).
+"""The README's results, written from the claim registry's verdicts (``claims.csv``).
 
-The README keeps the table between two marker lines (``BEGIN``, ``END``); ``countdown-study paper``
-rewrites what lies between them from the full preset's verdict table, so no number in it is typed by
-hand. ``verdict_markdown`` is pure; ``refresh_readme`` reads and writes the files. Imports pandas, no torch.
+The README keeps them between two marker lines (``BEGIN``, ``END``); ``countdown-study paper`` rewrites
+what lies between them from the full preset's ``claims.csv`` (``study.claims``), so no number in it is
+typed by hand: a sentence counting every claim of the five reports by verdict, a table of the counts per
+report, and the claims that are evidence (``holds``, ``reversed``) or ``borderline`` with their numbers.
+The rest (inside the noise, underpowered, untestable, the same runs as another claim, not tested) is
+counted and left to the table itself. ``claims_markdown`` is pure; ``refresh_readme`` reads and writes the
+files. Imports pandas, no torch.
 """
 
 from __future__ import annotations
@@ -14,63 +18,97 @@ import pandas as pd
 from countdown_study.reporting.latex import is_missing
 from countdown_study.reporting.outputs import read_table
 
-VERDICTS_TABLE = "synthesis_verdicts"
+CLAIMS_TABLE = "claims"
 """The table (in a preset's ``tables/``) the README's results are written from."""
 
-BEGIN = (
-    "<!-- results: begin (written by `countdown-study paper` from results/tables/synthesis_verdicts.csv) -->"
-)
+BEGIN = "<!-- results: begin (written by `countdown-study paper` from results/tables/claims.csv) -->"
 """The line opening the README's generated results."""
 END = "<!-- results: end -->"
 """The line closing them."""
 
-REQUIRED = ("report", "claim", "metric", "their_a", "their_b", "their_model", "model", "our_a", "our_b",
-            "our_diff", "ci_low", "ci_high", "mde", "n_seeds", "verdict")  # fmt: skip
-"""Columns of the verdict table the README uses (``study.synthesis.VERDICT_COLUMNS`` has them all)."""
+REQUIRED = ("claim_id", "report", "statement", "metric", "a", "b", "sign", "report_a", "report_b", "policy",
+            "ours_a", "ours_b", "diff", "ci_low", "ci_high", "mde", "n_seeds", "seeds_needed", "verdict")  # fmt: skip
+"""Columns of ``claims.csv`` the README uses (``study.claims.CLAIMS_COLUMNS`` has them all)."""
+ORDER = ("holds", "reversed", "borderline", "inside noise", "underpowered", "untestable", "same runs",
+         "not tested")  # fmt: skip
+"""The verdict categories in the order they are counted (``same runs as <claim>`` under ``same runs``)."""
+SHOWN = ("holds", "reversed", "borderline")
+"""The categories whose claims the README lists one by one."""
+REPORT_MODEL = "Qwen2.5-0.5B SFT"
+"""Whose model the reports' numbers are on (``reporting.references.PAPER_MODEL``, shortened)."""
 
 
-def _pair(a, b) -> str:
-    return "-" if is_missing(a) or is_missing(b) else f"{a:.3f} -> {b:.3f}"
+def category(verdict: str) -> str:
+    """A verdict's counting category: ``same runs as <claim>`` counts as ``same runs``."""
+    return "same runs" if verdict.startswith("same runs") else verdict
 
 
-def verdict_row(row: pd.Series) -> str:
-    """One claim as a Markdown row: the claim, the report's numbers, ours with the seed-aware interval,
-    the verdict and the minimum detectable effect."""
-    claim = f"{row['report']}: {row['claim']} ({row['metric']})"
-    ours = f"{_pair(row['our_a'], row['our_b'])}: {row['our_diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
-    mde = "-" if is_missing(row["mde"]) else f"{row['mde']:.3f}"
-    return f"| {claim} | {_pair(row['their_a'], row['their_b'])} | {ours} | {row['verdict']} | {mde} |"
+def _number(value) -> str:
+    return "-" if is_missing(value) else f"{value:.3f}"
 
 
-def seed_counts(n_seeds: pd.Series) -> str:
-    """How many training seeds (or runs) stand behind the claims: the most common count per method,
-    then any other count with the number of claims resting on it."""
-    counts = n_seeds.astype(int).value_counts()
-    common = int(counts.index[0])
-    text = f"{common} training seed(s) per method"
-    others = [f"{int(n)} runs for {c} claim(s)" for n, c in sorted(counts.iloc[1:].items())]
-    return f"{text} ({'; '.join(others)})" if others else text
+def seed_range(seeds: pd.Series) -> str:
+    """``5 training seeds``, or ``5-10 training seeds`` when claims rest on different numbers."""
+    low, high = int(seeds.min()), int(seeds.max())
+    return f"{low} training seeds" if low == high else f"{low}-{high} training seeds"
 
 
-def verdict_markdown(verdicts: pd.DataFrame) -> str:
-    """The README's results: a sentence counting the verdicts, then one row per claim of ``verdicts``
-    (the synthesis verdict table), labelled with whose model each number is on."""
-    missing = [c for c in REQUIRED if c not in verdicts.columns]
+def claim_row(row: pd.Series) -> str:
+    """One claim as a Markdown row: id and statement, metric, the report's a and b, ours with the interval
+    of the difference, the MDE, the seeds that would bring it to the report's effect, the verdict."""
+    direction = {1: "above", -1: "below", 0: "equal to"}[int(row["sign"])]
+    claim = f"`{row['claim_id']}`: {row['a']} {direction} {row['b']}"
+    ours = f"{_number(row['ours_a'])} vs {_number(row['ours_b'])}: {row['diff']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+    seeds = ">1000" if is_missing(row["seeds_needed"]) else str(int(row["seeds_needed"]))
+    return (f"| {claim} | {row['metric']} | {_number(row['report_a'])} vs {_number(row['report_b'])} | {ours} | "
+            f"{_number(row['mde'])} | {seeds} | {row['verdict']} |")  # fmt: skip
+
+
+def count_table(claims: pd.DataFrame) -> list[str]:
+    """Markdown lines: claims per report (rows) and verdict category (columns), with totals."""
+    categories = claims["verdict"].map(category)
+    counts = pd.crosstab(claims["report"].astype(str).str.zfill(3), categories)
+    columns = [c for c in ORDER if c in counts.columns]
+    lines = ["| report | " + " | ".join(columns) + " | all |", "|---" * (len(columns) + 2) + "|"]
+    for report, row in counts.iterrows():
+        lines.append(
+            f"| {report} | " + " | ".join(str(int(row[c])) for c in columns) + f" | {int(row.sum())} |"
+        )
+    lines.append("| all | " + " | ".join(str(int(counts[c].sum())) for c in columns) + f" | {len(claims)} |")
+    return lines
+
+
+def claims_markdown(claims: pd.DataFrame) -> str:
+    """The README's results from ``claims`` (``claims.csv``): the counts, then the claims in ``SHOWN``."""
+    missing = [c for c in REQUIRED if c not in claims.columns]
     if missing:
-        raise ValueError(f"the verdict table lacks column(s) {', '.join(missing)}")
-    if verdicts.empty:
-        raise ValueError("the verdict table has no rows")
-    theirs = "; ".join(sorted({str(m) for m in verdicts["their_model"].dropna()})) or "-"
-    ours = "; ".join(sorted({str(m) for m in verdicts["model"].dropna()}))
-    seeds = seed_counts(verdicts["n_seeds"])
-    tally = ", ".join(f"{n} {verdict}" for verdict, n in verdicts["verdict"].value_counts().items())
+        raise ValueError(f"the claims table lacks column(s) {', '.join(missing)}")
+    if claims.empty:
+        raise ValueError("the claims table has no rows")
+    categories = claims["verdict"].map(category)
+    tested = claims[categories != "not tested"]
+    tally = ", ".join(f"{int((categories == c).sum())} {c}" for c in ORDER if (categories == c).any())
+    seeds = tested["n_seeds"].astype(int)
+    ours = "; ".join(sorted({str(p) for p in tested["policy"] if str(p)}))
+    shown = claims[categories.isin(SHOWN)]
     lines = [
-        f"{len(verdicts)} headline claims of the reports: {tally}. The reports' numbers are on {theirs}; "
-        f"ours on {ours}, {seeds}.",
+        f"Every quantitative claim of the five reports, {len(claims)} in all, is in `results/tables/claims.csv` "
+        f"with its source, metric and verdict: {tally}. `underpowered`: inside the noise while the minimum "
+        "detectable effect (MDE) exceeds the report's own effect; `untestable`: both arms at a floor; "
+        "`same runs`: identical runs to another claim, counted once; `not tested`: the reason is in the table. "
+        f"The reports' numbers are on {REPORT_MODEL} (one run, 50 test prompts); ours on {ours}, "
+        f"{seed_range(seeds)}, 95% intervals over tasks and training seeds; seeds for the report's effect: "
+        "the training seeds at which the MDE would reach the report's own difference (>1000: not with these "
+        "tasks).",
         "",
-        "| claim | report: a -> b | here: a -> b: a - b [95% interval] | verdict | MDE |",
-        "|---|---|---|---|---|",
-        *(verdict_row(row) for _, row in verdicts.iterrows()),
+        *count_table(claims),
+        "",
+        f"The {len(shown)} claims that hold, are reversed or are borderline (an end of the interval within "
+        "0.001 of zero):",
+        "",
+        "| claim | metric | report: a vs b | ours: a vs b: a - b [95%] | MDE | seeds for the report's effect | verdict |",
+        "|---|---|---|---|---|---|---|",
+        *(claim_row(row) for _, row in shown.iterrows()),
     ]
     return "\n".join(lines)
 
@@ -105,13 +143,13 @@ def readme_block(text: str) -> str:
 
 
 def refresh_readme(readme: Path, tables: Path) -> bool:
-    """Rewrite ``readme``'s results from ``tables/synthesis_verdicts.csv``; False (nothing written) when
-    that table is not there yet."""
-    source = tables / f"{VERDICTS_TABLE}.csv"
+    """Rewrite ``readme``'s results from ``tables/claims.csv``; False (nothing written) when that table is
+    not there yet."""
+    source = tables / f"{CLAIMS_TABLE}.csv"
     if not source.is_file():
         return False
     text = readme.read_text()
-    updated = replace_block(text, verdict_markdown(read_table(source)))
+    updated = replace_block(text, claims_markdown(read_table(source)))
     if updated != text:
         readme.write_text(updated)
     return True

@@ -122,13 +122,39 @@ def selection_matrices(result: StudyResult, chosen: pd.DataFrame) -> tuple[np.nd
     return np.stack(selected, axis=1), np.stack(final, axis=1)
 
 
+def cluster_by_seed(values: np.ndarray, seeds) -> np.ndarray:
+    """``values`` ``(tasks, runs)`` averaged over the runs of each training seed -> ``(tasks, seeds)``.
+
+    Runs of one training seed (the sweep's configurations at that seed) share its noise, so they are one
+    cluster of the comparison, not independent ones; seeds in first-seen order.
+    """
+    seeds = np.asarray(seeds)
+    if seeds.shape != (values.shape[1],):
+        raise ValueError(f"need one seed per run column, got {seeds.shape} for {values.shape[1]} runs")
+    order = list(dict.fromkeys(seeds.tolist()))
+    return np.stack([values[:, seeds == s].mean(axis=1) for s in order], axis=1)
+
+
+def selection_values(result: StudyResult) -> tuple[np.ndarray, np.ndarray]:
+    """The validation-selected and the final checkpoints' per-task test pass@1 over the runs of ``result``
+    (``select_checkpoints``), clustered by training seed (``cluster_by_seed``), each ``(tasks, seeds)``."""
+    chosen = select_checkpoints(snapshot_table(result))
+    selected, final = selection_matrices(result, chosen)
+    seeds = chosen["seed"].to_numpy()
+    return cluster_by_seed(selected, seeds), cluster_by_seed(final, seeds)
+
+
 def selection_claim(
     result: StudyResult, chosen: pd.DataFrame, n_resamples: int = 5000, seed: int = 0
 ) -> pd.DataFrame:
     """Report 003's claim on validation selection as one ``PAIRED_COLUMNS`` row (module docstring): the
-    selected minus the final checkpoint's test pass@1 over tasks and every run of ``chosen``, each run
-    (method, seed) a cluster of the two-level bootstrap (``n_seeds`` counts runs), judged with
-    ``SELECTION_CLAIM``."""
-    c = compare(*selection_matrices(result, chosen), seed=seed, n_resamples=n_resamples)
+    selected minus the final checkpoint's test pass@1 over tasks and every run of ``chosen``, the runs of
+    one training seed averaged into one cluster (``cluster_by_seed``: ``n_seeds`` counts training seeds,
+    not runs), judged with ``SELECTION_CLAIM``."""
+    selected, final = selection_matrices(result, chosen)
+    seeds = chosen["seed"].to_numpy()
+    c = compare(
+        cluster_by_seed(selected, seeds), cluster_by_seed(final, seeds), seed=seed, n_resamples=n_resamples
+    )
     row = comparison_row(SELECTION_CONTRAST, "pass@1", c, verdict(c, SELECTION_CLAIM))
     return pd.DataFrame([row], columns=list(PAIRED_COLUMNS))

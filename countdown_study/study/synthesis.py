@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from countdown_study.reporting.references import PAPER_MODEL, reported
+from countdown_study.study.claims import SAME_RUNS, UNTESTABLE, at_bound, classify_interval
 from countdown_study.study.compare import compare
 from countdown_study.study.methods import (
     CLAIMS_000,
@@ -409,6 +410,11 @@ def ood_verdicts(result: StudyResult, n_resamples: int = 5000, seed: int = 0) ->
         eval_set_result(result, "ood"), ZERO_CLAIMS_004, "pass@16", "zero", n_resamples, seed
     )
     reports = reported(("004",), ZERO_CLAIMS_004).set_index(["method", "metric"])["value"]
+    ood = eval_set_result(result, "ood")
+    control = REPORT_004[0].name
+    floor = control in ood.methods and at_bound(problem_matrix(ood, control, "pass@16"))
+    if floor:  # the control solves nothing either: a zero there says nothing of synthetic tasks
+        table["verdict"] = UNTESTABLE
     rows = []
     for method, (_, ours) in zip(ZERO_CLAIMS_004, table.iterrows(), strict=True):
         head = {"report": "004", "source": "ZERO_CLAIMS_004", "claim": f"{method} at zero on 5-number tasks",
@@ -449,4 +455,40 @@ def all_verdicts(
         tables.append(ood_verdicts(main, n_resamples, seed))
     if sweep is not None:
         tables.append(selection_verdicts(sweep, n_resamples, seed))
-    return pd.concat(tables, ignore_index=True).sort_values("report", kind="stable", ignore_index=True)
+    table = pd.concat(tables, ignore_index=True).sort_values("report", kind="stable", ignore_index=True)
+    return honest_verdicts(table)
+
+
+def honest_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (``VERDICT_COLUMNS``) with ``study.claims``' categories: a row whose numbers repeat an
+    earlier row's exactly (same metric, sign, model and per-task results) is ``same runs as <claim>``;
+    a signed claim inside the noise whose MDE exceeds the report's own effect is ``underpowered``; an end
+    within ``claims.BORDERLINE`` of zero is ``borderline``; ``untestable`` rows stay so."""
+    table = table.copy()
+    seen: dict[tuple, str] = {}
+    for i, row in table.iterrows():
+        if row["verdict"] == UNTESTABLE:
+            continue
+        key = (
+            row["metric"],
+            row["sign"],
+            row["model"],
+            row["our_a"],
+            row["our_b"],
+            row["ci_low"],
+            row["ci_high"],
+        )
+        if key in seen:
+            table.at[i, "verdict"] = f"{SAME_RUNS} {seen[key]}"
+            continue
+        seen[key] = f"{row['report']}: {row['claim']}"
+        if row["sign"] != 0:
+            table.at[i, "verdict"] = classify_interval(
+                row["ci_low"],
+                row["ci_high"],
+                row["mde"],
+                int(row["n_seeds"]),
+                int(row["sign"]),
+                float(row["their_diff"]),
+            )
+    return table
