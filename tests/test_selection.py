@@ -8,6 +8,7 @@ import pytest
 from countdown_study.study.compare import compare
 from countdown_study.study.methods import StudyResult
 from countdown_study.study.selection import (
+    cluster_by_seed,
     select_checkpoints,
     selection_claim,
     selection_matrices,
@@ -111,9 +112,15 @@ def test_the_selection_claim_compares_the_selected_with_the_final_checkpoint_per
     assert selected.tolist() == [[1.0, 0.5, 0.5], [0.5, 1.0, 0.5], [0.0, 0.5, 0.5]]  # (tasks, runs)
     assert final.tolist() == [[1.0, 0.5, 1.0], [1.0, 1.0, 0.5], [0.0, 0.5, 0.5]]
     row = selection_claim(result, chosen, n_resamples=300).iloc[0]
-    # differences: a0 (0, -.5, 0), a1 (0, 0, 0), b0 (-.5, 0, 0) -> mean -1/9 over the nine cells
-    assert row["diff"] == pytest.approx(-1 / 9) and (row["n_tasks"], row["n_seeds"]) == (3, 3)
-    expected = compare(selected, final, seed=0, n_resamples=300)
+    # differences: a0 (0, -.5, 0), a1 (0, 0, 0), b0 (-.5, 0, 0); a0 and b0 share training seed 0, one
+    # cluster: seed 0 (-.25, -.25, 0), seed 1 (0, 0, 0) -> mean -1/12 over three tasks and two seeds
+    assert row["diff"] == pytest.approx(-1 / 12) and (row["n_tasks"], row["n_seeds"]) == (3, 2)
+    seeds = chosen["seed"].tolist()
+    assert seeds == [0, 1, 0]
+    assert cluster_by_seed(selected, seeds).tolist() == [[0.75, 0.5], [0.5, 1.0], [0.25, 0.5]]
+    expected = compare(
+        cluster_by_seed(selected, seeds), cluster_by_seed(final, seeds), seed=0, n_resamples=300
+    )
     assert (row["ci_low"], row["ci_high"], row["mde"]) == pytest.approx(
         (expected.ci_low, expected.ci_high, expected.mde)
     )

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from countdown_study import paths
 from countdown_study.runs.store import is_finished
 from countdown_study.study.methods import Method, StudyResult, locate_config, method_config
 from countdown_study.study.presets import StudyPreset, study_preset
@@ -21,7 +20,6 @@ from countdown_study.study.presets import StudyPreset, study_preset
 def finished_study(methods: Sequence[Method], preset: StudyPreset | str, root=None) -> StudyResult:
     """The ``StudyResult`` of finished runs of ``methods`` at every seed of ``preset`` (module docstring)."""
     preset = study_preset(preset) if isinstance(preset, str) else preset
-    root = root if root is not None else paths.runs_dir(preset.name)
     runs, samples, steps = [], [], []
     for method in methods:
         for seed in preset.seeds:
