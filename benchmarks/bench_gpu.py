@@ -20,6 +20,13 @@ optimizer step over 1,024 completions generated at once (``generation_batch_size
 ``--micro-batch``, beta 0.001, bf16; timed from its step's start to its end as in ``bench_rloo_step.py``.
 TRL sums token log-probs per sequence and the package averages them: compare speed, not trajectories.
 
+Beside each run's measured time the script prints its FLOP floor (``flop_floor``): the step's sampling and
+update matrix-product FLOPs from its own prompt and completion lengths (TRL's from its completion tokens
+and the pool's mean prompt), over the device's bf16 matrix-product rate measured in this process before and
+after the runs (the better of the two). TRL's ``RLOOConfig`` gets only the settings the installed TRL has
+as fields (``bench_rloo_step.config_keywords``: ``activation_checkpointing`` exists with newer transformers
+only); the output names those left out.
+
 Run on a GPU machine: ``python benchmarks/bench_gpu.py`` (writes ``benchmarks/results/gpu_step.json``).
 Without a GPU it stops, saying so; ``--tiny --device cpu`` runs the same code at a toy size (hidden 64,
 2 layers, a 4,096-token vocabulary, 8 prompts x 4, 16 new tokens) on the CPU, to check the script.
@@ -48,6 +55,15 @@ os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
+from flop_floor import (
+    device_rate,
+    floor_line,
+    floor_record,
+    model_shape,
+    rollout_flops,
+    shape_record,
+    step_flops,
+)
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
@@ -55,7 +71,7 @@ from countdown_study.countdown.generate import generate_tasks
 from countdown_study.countdown.prompts import TAGS
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages
 from countdown_study.policy.model import BOS, CHARACTERS, EOS, PAD, SPECIAL_TOKENS, UNK
-from countdown_study.rollout import SamplingConfig, make_engine
+from countdown_study.rollout import SamplingConfig, encode_prompts, make_engine
 from countdown_study.runs.files import atomic_write_json
 from countdown_study.runs.provenance import provenance
 from countdown_study.samplers import make_sampler
@@ -172,7 +188,8 @@ def peak_gib(device: torch.device) -> float | None:
 def timed_step(
     step: int, model, ref_model, engine, optimizer, sampler, config: TrainConfig
 ) -> dict[str, Any]:
-    """One RLOO step as ``rloo_step`` runs it, timed by phase with the GPU synchronised at each boundary."""
+    """One RLOO step as ``rloo_step`` runs it, timed by phase with the GPU synchronised at each boundary, with
+    its phases' matrix-product FLOPs (``flop_floor.rollout_flops``)."""
     device = next(model.parameters()).device
     synchronize(device)
     reset_peak(device)
@@ -191,8 +208,11 @@ def timed_step(
     sequence_tokens = sum(
         len(p) + len(c) for p, c in zip(rollouts.sample_prompt_ids, rollouts.completion_ids, strict=True)
     )
+    flops = rollout_flops(model_shape(model), rollouts, kl=config.loss.kl_coef > 0)
     return {
         "total": done - started,
+        "sample_flops": flops["sample"],
+        "update_flops": flops["update"],
         "sample": sample_seconds,
         "grade": drawn.grade_seconds,
         "update": done - sampled,
@@ -270,6 +290,7 @@ def run_trl(
     The model goes to TRL as a saved folder: with beta > 0 TRL loads its frozen reference from there.
     """
     from bench_rloo_step import (
+        config_keywords,
         countdown_reward,
         timed_trainer_class,
         trl_dataset,
@@ -291,7 +312,7 @@ def run_trl(
         model.save_pretrained(Path(output_dir) / "policy")
         del model
         free(device)
-        settings = trl_settings(config, total, output_dir) | {
+        settings = trl_settings(config, total, output_dir, device.type) | {
             "per_device_train_batch_size": config.micro_batch,
             "gradient_accumulation_steps": batch // config.micro_batch,
             "generation_batch_size": batch,
@@ -300,6 +321,9 @@ def run_trl(
             "use_cpu": device.type == "cpu",
             "model_init_kwargs": {"dtype": "float32", "attn_implementation": config.attention},
         }
+        settings, left_out = config_keywords(RLOOConfig, settings)
+        if left_out:
+            print(f"TRL {version('trl')}: RLOOConfig has no {', '.join(left_out)}; left out")
         trainer = timed_trainer_class()(
             model=str(Path(output_dir) / "policy"), reward_funcs=countdown_reward(config.format_score),
             args=RLOOConfig(**settings), train_dataset=trl_dataset(pool, tokenizer, "compact"),
@@ -313,6 +337,7 @@ def run_trl(
     return {
         "trl_version": version("trl"),
         "settings": settings,
+        "settings_left_out": left_out,
         "median": medians(steps[args.warmup :]),
         "peak_gib": peak_gib(device),
         "steps": steps,
@@ -322,6 +347,28 @@ def run_trl(
 # ---------------------------------------------------------------------------------------------------
 # Main
 # ---------------------------------------------------------------------------------------------------
+
+
+def prompt_texts(pool) -> list[str]:
+    """The pool's prompts in the ``compact`` template."""
+    from countdown_study.countdown.prompts import format_prompt
+
+    return [format_prompt(t.nums, t.target, "compact") for t in pool]
+
+
+def run_floor(median: dict[str, Any], shape, rate: float, mean_prompt: float, config: TrainConfig) -> dict:
+    """A run's FLOP floor against its median step: the engines' own FLOPs, or TRL's from its completion
+    tokens spread evenly over the batch and the pool's mean prompt length."""
+    measured = {"sample": median["sample"], "update": median["update"] + median.get("old_logprobs", 0.0)}
+    if "sample_flops" in median:
+        flops = {"sample": median["sample_flops"], "update": median["update_flops"]}
+    else:
+        samples = config.prompts_per_step * config.group_size
+        completion = round(median["tokens"] / samples)
+        flops = step_flops(
+            shape, [round(mean_prompt)] * samples, [completion] * samples, config.loss.kl_coef > 0
+        )
+    return floor_record(flops, rate, measured)
 
 
 def installed(name: str) -> bool:
@@ -390,7 +437,11 @@ def main() -> int:
     def build():
         return random_model(scale, tokenizer, device, args.seed)
 
-    start_state = {k: v.clone() for k, v in build().state_dict().items()}
+    first = build()
+    shape = model_shape(first)
+    rates = [device_rate(device, shape)]
+    start_state = {k: v.clone() for k, v in first.state_dict().items()}
+    del first
     parameters = sum(
         v.numel() for k, v in start_state.items() if k != "lm_head.weight"
     )  # tied to the embedding
@@ -409,8 +460,17 @@ def main() -> int:
         results[kind] = run_or_skip(kind, run, skip=kind == "trl" and args.no_trl)
         free(device)
     print_table(results)
+    rates.append(device_rate(device, shape))
+    rate = max(r["flops_per_second"] for r in rates)
+    mean_prompt = statistics.mean(len(ids) for ids in encode_prompts(tokenizer, prompt_texts(pool)))
+    for name, result in results.items():
+        if "median" in result:
+            result["flop_floor"] = run_floor(result["median"], shape, rate, mean_prompt, config)
+            print(floor_line(name, result["flop_floor"], rate))
     record = {
         "model": {**asdict(scale), "parameters": parameters, "init": "random (torch.manual_seed(seed))"},
+        "model_shape": shape_record(shape),
+        "bf16_matmul_before_after": rates,
         "device": describe_device(device),
         "config": {
             "micro_batch": config.micro_batch,

@@ -29,13 +29,25 @@ TRL sums token log-probs per sequence and the package averages them: compare spe
 Every model is loaded with the preset's update attention (``TrainConfig.attention``, ``eager``), TRL's too.
 Goals: ``package_native`` at most 1.0 s per step on an idle machine, and at most 0.1x TRL's.
 
+Beside the measured time each run prints its FLOP floor (``flop_floor``): the step's sampling and update
+matrix-product FLOPs, from each step's own prompt and completion lengths (TRL's from its completion tokens
+and the pool's mean prompt), over the bf16 matrix-product rate measured in this process at the start and
+the end (the better of the two).
+
+TRL's ``RLOOConfig`` gets only the settings it has as fields (``config_keywords``):
+``activation_checkpointing`` came with newer transformers, and the package allows any transformers >= 5.16
+and TRL >= 1.10; the output names the settings left out.
+
 Run: ``python benchmarks/bench_rloo_step.py`` with the package and ``trl`` installed (without ``trl``
-the TRL row records the import error). Writes ``benchmarks/results/rloo_step.json``.
+the TRL row records the import error). Writes ``benchmarks/results/rloo_step.json``. ``--tiny`` checks the
+script in seconds (4 prompts x 4, 16 new tokens, one warm-up and one timed step; no JSON unless ``--out``);
+``--device cuda`` runs the package's loop and TRL on a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import tempfile
@@ -53,6 +65,15 @@ from typing import Any
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch
+from flop_floor import (
+    device_rate,
+    floor_line,
+    floor_record,
+    model_shape,
+    rollout_flops,
+    shape_record,
+    step_flops,
+)
 
 from countdown_study.countdown.generate import generate_tasks
 from countdown_study.countdown.prompts import ANSWER_CLOSE, format_prompt
@@ -64,6 +85,7 @@ from countdown_study.rollout import encode_prompts, make_engine, single_token_id
 from countdown_study.runs.files import atomic_write_json
 from countdown_study.runs.provenance import provenance
 from countdown_study.samplers import make_sampler
+from countdown_study.training.device import describe_device, resolve_device
 from countdown_study.training.loop import TrainConfig, preset, rloo_step
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rloo_step.json"
@@ -73,15 +95,38 @@ GOAL_RATIO = 0.1
 """Target ``package_native`` / ``trl`` median seconds per step."""
 
 
-def load_start_policy(seed: int, attention: str) -> tuple[Any, Any, str]:
-    """(model, tokenizer, source): the embedded checkpoint if present, else a random-init tiny model."""
+def load_start_policy(seed: int, attention: str, device: torch.device) -> tuple[Any, Any, str]:
+    """(model, tokenizer, source) on ``device``: the embedded checkpoint if present, else a random-init tiny
+    model."""
     if (EMBEDDED_CHECKPOINT_DIR / "config.json").exists():
-        model, tokenizer = load_policy("embedded", attention=attention)
+        model, tokenizer = load_policy("embedded", attention=attention, device=device)
         return model, tokenizer, "embedded checkpoint"
     tokenizer = build_tokenizer()
-    model = build_model(tokenizer, seed=seed).eval()
+    model = build_model(tokenizer, seed=seed).eval().to(device)
     model.set_attn_implementation(attention)
     return model, tokenizer, "random-init model (no embedded checkpoint)"
+
+
+def config_keywords(config_class: type, settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The ``settings`` that ``config_class`` (a dataclass, TRL's ``RLOOConfig``) has as fields, and the names
+    of those it has not (left out: a field of a newer transformers or TRL than the one installed)."""
+    known = {f.name for f in dataclasses.fields(config_class)}
+    return {k: v for k, v in settings.items() if k in known}, sorted(set(settings) - known)
+
+
+class RecordingEngine:
+    """A rollout engine that keeps the last ``Rollouts`` it sampled (the FLOP floor needs their lengths)."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+        self.last = None
+
+    def sample(self, *args, **kwargs):
+        self.last = self.engine.sample(*args, **kwargs)
+        return self.last
+
+    def __getattr__(self, name: str):
+        return getattr(self.engine, name)
 
 
 def medians(records: list[dict[str, float]]) -> dict[str, float]:
@@ -104,7 +149,8 @@ class PackageRun:
     tokenizer: Any
     pool: list[Task]
     steps: list[dict[str, float]] = field(default_factory=list)
-    """Per step: ``total`` and phase wall seconds, the process's ``cpu`` seconds, ``tokens``, ``threads``."""
+    """Per step: ``total`` and phase wall seconds, the process's ``cpu`` seconds, ``tokens``, ``threads``,
+    and the phases' matrix-product FLOPs (``sample_flops``, ``update_flops``)."""
 
     def __post_init__(self) -> None:
         self.optimizer = torch.optim.AdamW(
@@ -112,7 +158,8 @@ class PackageRun:
         )
         self.sampler = make_sampler(self.config.sampler, self.pool, self.config.seed)
         self.template = self.config.data.template or prompt_template(self.model)
-        self.engine = make_engine(self.model, self.tokenizer, self.config.sampling)
+        self.engine = RecordingEngine(make_engine(self.model, self.tokenizer, self.config.sampling))
+        self.shape = model_shape(self.model)
 
     def step(self) -> None:
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -122,6 +169,7 @@ class PackageRun:
         )  # fmt: skip
         total, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         phases = {name: record[f"seconds_{name}"] for name in ("sample", "grade", "update")}
+        flops = rollout_flops(self.shape, self.engine.last, kl=self.config.loss.kl_coef > 0)
         self.steps.append(
             {
                 "total": total,
@@ -130,6 +178,8 @@ class PackageRun:
                 "other": total - sum(phases.values()),  # probes (none for uniform), sampler, logging
                 "tokens": record["tokens"],
                 "threads": torch.get_num_threads(),
+                "sample_flops": flops["sample"],
+                "update_flops": flops["update"],
             }
         )
 
@@ -137,6 +187,12 @@ class PackageRun:
 # ---------------------------------------------------------------------------------------------------
 # TRL
 # ---------------------------------------------------------------------------------------------------
+
+
+def trl_prompts(tasks: list[Task], model, config: TrainConfig) -> list[str]:
+    """The pool's prompts as the package formats them."""
+    template = config.data.template or prompt_template(model)
+    return [format_prompt(t.nums, t.target, template) for t in tasks]
 
 
 def trl_dataset(tasks: list[Task], tokenizer, template: str):
@@ -183,9 +239,9 @@ def timed_trainer_class():
 
         def _generate(self, prompts):
             with self._timed("sample"):
-                prompt_ids, completion_ids, completions = super()._generate(prompts)
-            self.completion_tokens += sum(len(ids) for ids in completion_ids)
-            return prompt_ids, completion_ids, completions
+                generated = super()._generate(prompts)  # (prompt_ids, completion_ids, ...): more in newer TRL
+            self.completion_tokens += sum(len(ids) for ids in generated[1])
+            return generated
 
         def _calculate_rewards(self, *args, **kwargs):
             with self._timed("grade"):
@@ -235,8 +291,11 @@ def trl_step_callback(runs: list[PackageRun]):
     return StepTimer()
 
 
-def trl_settings(config: TrainConfig, total_steps: int, output_dir: str) -> dict[str, Any]:
-    """``RLOOConfig`` keywords: the package step's batch, generation length, lr and clip; beta 0."""
+def trl_settings(
+    config: TrainConfig, total_steps: int, output_dir: str, device: str = "cpu"
+) -> dict[str, Any]:
+    """``RLOOConfig`` keywords: the package step's batch, generation length, lr and clip; beta 0; on
+    ``device`` (a device type). ``config_keywords`` keeps those the installed TRL has."""
     from transformers.utils import is_torch_bf16_available_on_device
 
     return {
@@ -253,9 +312,10 @@ def trl_settings(config: TrainConfig, total_steps: int, output_dir: str) -> dict
         "lr_scheduler_type": "constant",
         "weight_decay": config.weight_decay,
         "max_grad_norm": config.grad_clip,
-        "bf16": is_torch_bf16_available_on_device("cpu"),
-        "activation_checkpointing": False,
-        "use_cpu": True,
+        "bf16": is_torch_bf16_available_on_device(device),
+        "activation_checkpointing": False,  # a field of newer transformers only (config_keywords)
+        "gradient_checkpointing": False,
+        "use_cpu": device == "cpu",
         "max_steps": total_steps,
         "seed": config.seed,
         "logging_strategy": "no",
@@ -267,7 +327,13 @@ def trl_settings(config: TrainConfig, total_steps: int, output_dir: str) -> dict
 
 
 def run_trl(
-    model, tokenizer, tasks: list[Task], config: TrainConfig, total_steps: int, runs: list[PackageRun]
+    model,
+    tokenizer,
+    tasks: list[Task],
+    config: TrainConfig,
+    total_steps: int,
+    runs: list[PackageRun],
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Train TRL's RLOO for ``total_steps`` steps, one step of every package run after each; its record."""
     from trl import RLOOConfig
@@ -276,7 +342,11 @@ def run_trl(
     model.generation_config.eos_token_id = [tokenizer.eos_token_id, answer_id]  # stop like the package
     callback = trl_step_callback(runs)
     with tempfile.TemporaryDirectory(prefix="bench_trl_") as output_dir:
-        settings = trl_settings(config, total_steps, output_dir)
+        settings, left_out = config_keywords(
+            RLOOConfig, trl_settings(config, total_steps, output_dir, device)
+        )
+        if left_out:
+            print(f"TRL {version('trl')}: RLOOConfig has no {', '.join(left_out)}; left out")
         trainer = timed_trainer_class()(
             model=model,
             reward_funcs=countdown_reward(config.format_score),
@@ -291,6 +361,7 @@ def run_trl(
     return {
         "trl_version": version("trl"),
         "settings": settings,
+        "settings_left_out": left_out,
         "eos_token_ids": trainer.eos_token_ids,
         "steps": callback.steps,
     }
@@ -355,8 +426,32 @@ def goals_of(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def step_floors(results: dict[str, dict[str, Any]], rate: float, shape, mean_prompt: float, kl: bool) -> None:
+    """Add each run's FLOP floor (``flop_floor.floor_record`` of its median step) to its result and print it;
+    TRL's from its median completion tokens and the pool's mean prompt length."""
+    for name, result in results.items():
+        if "median_seconds_per_step" not in result:
+            continue
+        phases = result["median_phase_seconds"]
+        measured = {"sample": phases["sample"], "update": phases["update"] + phases.get("old_logprobs", 0.0)}
+        if "sample_flops" in phases:
+            flops = {"sample": phases.pop("sample_flops"), "update": phases.pop("update_flops")}
+        else:  # TRL: its completion tokens spread evenly over the batch (a lower bound of the attention work)
+            samples = result["settings"]["per_device_train_batch_size"]
+            completion = round(result["median_tokens_per_step"] / samples)
+            flops = step_flops(shape, [round(mean_prompt)] * samples, [completion] * samples, kl)
+        result["flop_floor"] = floor_record(flops, rate, measured)
+        print(floor_line(name, result["flop_floor"], rate))
+
+
+TINY_CHANGES = {"prompts_per_step": 4, "group_size": 4}
+"""``--tiny``: the CPU preset at 4 prompts x 4 samples (and 16 new tokens)."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tiny", action="store_true", help="a toy batch, to check the script in seconds")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="default: cpu")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps at the start of every run")
     parser.add_argument("--steps", type=int, default=10, help="timed steps of every run")
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
@@ -369,20 +464,30 @@ def main() -> None:
         default=0,
         help="also run package_native with this logprob_chunk (0: not)",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS, help="where the JSON goes")
+    parser.add_argument(
+        "--out", type=Path, default=None, help=f"JSON output (default {RESULTS}; --tiny: none)"
+    )
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
     started, load_before = time.perf_counter(), os.getloadavg()
-    config = preset("cpu", threads=args.threads, seed=args.seed)
+    config = preset("cpu", threads=args.threads, seed=args.seed, device=args.device)
+    if args.tiny:
+        sampling = replace(config.sampling, max_new_tokens=16)
+        config = replace(config, sampling=sampling, **TINY_CHANGES)
+        args.warmup, args.steps, args.pool = 1, 1, 200
     pool = generate_tasks(args.pool, seed=args.seed + 1)
-    model, tokenizer, source = load_start_policy(args.seed, config.attention)
+    model, tokenizer, source = load_start_policy(args.seed, config.attention, device)
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"model: {source}, {parameters:,} parameters; {config.prompts_per_step} x {config.group_size}, "
-          f"{config.sampling.max_new_tokens} new tokens, {args.threads} threads")  # fmt: skip
+    shape = model_shape(model)
+    rates = [device_rate(device, shape)]
+    print(f"model: {source}, {parameters:,} parameters on {device}; {config.prompts_per_step} x "
+          f"{config.group_size}, {config.sampling.max_new_tokens} new tokens, {args.threads} threads; bf16 "
+          f"matmul {rates[0]['flops_per_second'] / 1e9:.0f} GFLOP/s")  # fmt: skip
 
     def fresh_model():
-        return load_start_policy(args.seed, config.attention)[0]
+        return load_start_policy(args.seed, config.attention, device)[0]
 
     runs = [
         PackageRun("package_native", config, fresh_model(), tokenizer, pool),
@@ -396,7 +501,7 @@ def main() -> None:
     trl_record: dict[str, Any] = {}
     if not args.no_trl:
         try:
-            trl_record = run_trl(model, tokenizer, pool, config, total_steps, runs)
+            trl_record = run_trl(model, tokenizer, pool, config, total_steps, runs, device.type)
         except Exception as err:  # record why TRL could not run; the package's runs go on
             trl_record = {"error": "".join(traceback.format_exception(err)).strip()}
             print(f"TRL failed: {type(err).__name__}: {err}")
@@ -410,6 +515,12 @@ def main() -> None:
         trl_steps = trl_record.get("steps", [])
         results["trl"] = {**trl_record, **summary("trl", trl_steps, args.warmup)} if trl_steps else trl_record
     print_table(results)
+    rates.append(device_rate(device, shape))
+    rate = max(r["flops_per_second"] for r in rates)
+    mean_prompt = statistics.mean(
+        len(ids) for ids in encode_prompts(tokenizer, trl_prompts(pool, model, config))
+    )
+    step_floors(results, rate, shape, mean_prompt, kl=config.loss.kl_coef > 0)
     goals = goals_of(results)
     print(f"package_native: {goals['package_native_seconds_per_step']:.3f} s/step, goal <= {GOAL_SECONDS} s "
           f"met: {goals['package_native_goal_met']}")  # fmt: skip
@@ -424,7 +535,10 @@ def main() -> None:
             "max_new_tokens": config.sampling.max_new_tokens,
         },
         "threads": args.threads,
+        "device": describe_device(device),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "model_shape": shape_record(shape),
+        "bf16_matmul_start_end": rates,
         "warmup_steps": args.warmup,
         "timed_steps": args.steps,
         "task_pool": f"generate_tasks({args.pool}, seed={args.seed + 1})",
@@ -442,8 +556,10 @@ def main() -> None:
         "wall_seconds": time.perf_counter() - started,
         "provenance": provenance(args.seed),
     }
-    atomic_write_json(args.out, record)
-    print(f"wrote {args.out}")
+    out = args.out or (None if args.tiny else RESULTS)
+    if out is not None:
+        atomic_write_json(out, record)
+        print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Layers, lowest first (``tests/test_walls.py`` holds the walls between them):
 * ``study``: presets, method rows, tables, seed-aware statistics;
 * ``reporting``: outputs, plots, references;
 * ``cli``: the ``countdown-study`` command line (nothing in the library imports it);
-* ``paths`` and ``seeding``: the one place for paths and for seeds.
+* ``paths``, ``seeding`` and ``checksums``: the one place for paths, for seeds and for the SHA-256 of weights.
 
 The public names (``__all__``) are importable from here lazily: each loads its home module on first
 access, so ``countdown_study.compute_score(...)`` imports no torch (``compare`` lives in ``study``, which

@@ -33,20 +33,21 @@ def results_dir() -> Path:
     return Path(env).resolve() if env else project_root() / "results"
 
 
-def runs_dir() -> Path:
-    """The run store: ``<results>/runs``."""
-    return results_dir() / "runs"
-
-
 PAPER_PRESET = "full"
-"""The preset whose tables, figures and executed notebooks are the committed results (``<results>/``)."""
+"""The preset whose tables, figures, executed notebooks and runs are the committed results (``<results>/``)."""
 
 
 def preset_dir(preset: str = PAPER_PRESET) -> Path:
-    """Where a study preset's tables, figures and executed notebooks go: ``<results>`` for the full
-    preset, ``<results>/presets/<preset>`` for any other, so a quick or tiny study never overwrites the
-    paper's results (runs are shared: the run store keys them by config)."""
+    """Where a study preset's tables, figures, executed notebooks and runs go: ``<results>`` for the full
+    preset, ``<results>/presets/<preset>`` (ignored by git) for any other, so a quick or tiny study never
+    overwrites the paper's results nor leaves untracked files beside them."""
     return results_dir() if preset == PAPER_PRESET else results_dir() / "presets" / preset
+
+
+def runs_dir(preset: str = PAPER_PRESET) -> Path:
+    """The run store of a study preset: ``<preset_dir>/runs`` (``<results>/runs`` for the full preset, and
+    for runs made outside a study: ``countdown-study train|sft|teacher``)."""
+    return preset_dir(preset) / "runs"
 
 
 def tables_dir(preset: str = PAPER_PRESET) -> Path:
@@ -83,3 +84,14 @@ def readme_path() -> Path:
 def paper_dir() -> Path:
     """The paper, rebuilt from ``results/`` alone: ``<root>/paper``."""
     return project_root() / "paper"
+
+
+def display_path(path: Path) -> str:
+    """``path`` as printed for a reader: relative to the project root (``results/presets/quick/tables``), under
+    ``$COUNTDOWN_STUDY_RESULTS`` when the results folder was moved there, else as it is."""
+    path = Path(path).resolve()
+    if os.environ.get("COUNTDOWN_STUDY_RESULTS") and path.is_relative_to(results_dir()):
+        return "$COUNTDOWN_STUDY_RESULTS/" + path.relative_to(results_dir()).as_posix()
+    if path.is_relative_to(project_root()):
+        return path.relative_to(project_root()).as_posix()
+    return str(path)

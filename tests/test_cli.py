@@ -15,8 +15,8 @@ from countdown_study.cli import train as cli_train
 
 CASES = [
     # (argv, words the one line must contain)
-    (["train", "--eval-limit", "-1"], "eval_limit must be at least 1, got -1"),
-    (["train", "--eval-limit", "0"], "eval_limit must be at least 1, got 0"),
+    (["train", "--eval-limit", "-1"], "--eval-limit must be at least 1, got -1"),
+    (["train", "--eval-limit", "0"], "--eval-limit must be at least 1, got 0"),
     (["train", "--lr", "nan"], "lr must be a finite number > 0, got nan"),
     (["train", "--seed", "-1"], "seed must be a non-negative integer, got -1"),
     (["train", "--sampler", "nope"], "unknown sampler 'nope'"),

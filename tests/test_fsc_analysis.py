@@ -8,19 +8,28 @@ import pytest
 from scipy import stats as scipy_stats
 
 from countdown_study.countdown.features import DV_COLUMNS, difficulty_vectors
+from countdown_study.samplers.fsc_policies import spearman
 from countdown_study.samplers.observations import LOG_COLUMNS, observation_rows
 from countdown_study.study.fsc_analysis import (
     BANDS,
     COMPLEXITY_COLUMNS,
+    SignalGain,
+    diet_makeup,
     difficulty_band,
     edge_profile,
     fail_rate,
     failure_by_bin,
+    failure_spearman,
+    gain_table,
+    pairwise_interactions,
+    per_seed_table,
+    refresh_diagnostics,
     sample_complexity,
     signal_gain,
     success_by_phase,
     training_diet,
     training_phase,
+    value_range,
     variance_by_band,
     welch_gap,
     with_features,
@@ -482,3 +491,139 @@ def test_sample_complexity_without_budgets_keeps_its_columns():
     log = pd.DataFrame({"n": [4, 4], "n_correct": [3, 1], "num_count": [3, 4]})
     table = sample_complexity(log, budgets=())
     assert table.empty and tuple(table.columns) == COMPLEXITY_COLUMNS
+
+
+# ---------------------------------------------------------------------------------------------------
+# Section 5.2: Spearman correlations, pairwise interactions, the kernel's 4-number diet
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_failure_spearman_worked_example():
+    # fail rates 0, .25, .5, 1 against num_count 3, 3, 4, 4: ranks (1.5, 1.5, 3.5, 3.5) vs (1, 2, 3, 4),
+    # centred (-1, -1, 1, 1) and (-1.5, -.5, .5, 1.5): rho = 1 / sqrt(1.25).
+    log = _log([0, 2, 4, 8], num_count=[3, 3, 4, 4], depth=[2, 2, 2, 2])
+    table = failure_spearman(log, ["num_count", "depth"], by=None)
+    assert list(table.columns) == ["field", "n", "rho", "p_value"]
+    assert table["field"].tolist() == ["num_count", "depth"] and table["n"].tolist() == [4, 4]
+    assert table["rho"].iloc[0] == pytest.approx(1 / math.sqrt(1.25))
+    assert table["p_value"].iloc[0] == pytest.approx(
+        scipy_stats.spearmanr([3, 3, 4, 4], [0, 0.25, 0.5, 1]).pvalue
+    )
+    assert np.isnan(table["rho"].iloc[1]) and np.isnan(table["p_value"].iloc[1])  # a constant field
+
+
+def test_failure_spearman_per_run_group_equals_the_samplers_spearman():
+    rng = np.random.default_rng(0)
+    fails = rng.integers(0, 9, size=60)
+    field = rng.integers(1, 5, size=60)
+    log = _log(fails, f=field, method=["a"] * 30 + ["b"] * 30)
+    table = failure_spearman(log, ["f"])
+    assert table["method"].tolist() == ["a", "b"]
+    for method, rows in (("a", slice(0, 30)), ("b", slice(30, 60))):
+        expected = spearman(field[rows].astype(float), fails[rows] / G)
+        assert table.set_index("method").loc[method, "rho"] == pytest.approx(expected)
+
+
+def test_value_range_across_runs():
+    table = pd.DataFrame({
+        "method": ["a", "b", "c", "a", "b"],
+        "field": ["x", "x", "x", "y", "y"],
+        "rho": [0.22, 0.31, 0.25, -0.2, np.nan],
+    })  # fmt: skip
+    ranges = value_range(table, ["field"], "rho")
+    assert ranges.to_dict("list") == {
+        "field": ["x", "y"], "rho_low": [0.22, -0.2], "rho_high": [0.31, -0.2], "groups": [3, 1],
+    }  # fmt: skip
+
+
+def _cells(counts: dict[tuple[int, int], tuple[int, int]]) -> pd.DataFrame:
+    """A log with ``rows`` rows failing ``fails`` of 8 in each cell (a, b) of ``counts``, c constant."""
+    fails, a, b = [], [], []
+    for (va, vb), (rows, fail) in counts.items():
+        fails += [fail] * rows
+        a += [va] * rows
+        b += [vb] * rows
+    return _log(fails, a=a, b=b, c=[1] * len(fails))
+
+
+def test_pairwise_interactions_worked_example():
+    # failure 0 / .5 / .5 / 1 in the four cells: the pair spreads 1.0, each field alone 0.75 - 0.25 = 0.5
+    log = _cells({(0, 0): (30, 0), (0, 1): (30, 4), (1, 0): (30, 4), (1, 1): (30, 8)})
+    table = pairwise_interactions(log, ["a", "b", "c"], by=None, min_rows=30)
+    first = table.iloc[0]
+    assert (first["field_a"], first["field_b"], first["cells"]) == ("a", "b", 4)
+    assert (first["spread"], first["low_cell"], first["high_cell"]) == pytest.approx((1.0, 0.0, 1.0))
+    assert (first["spread_a"], first["spread_b"]) == pytest.approx((0.5, 0.5))
+    rest = table.iloc[1:].set_index(["field_a", "field_b"])
+    assert rest.loc[("a", "c"), "spread"] == pytest.approx(0.5) and rest.loc[("a", "c"), "cells"] == 2
+    assert np.isnan(rest.loc[("a", "c"), "spread_b"])  # c alone has one bin: no spread
+
+
+def test_pairwise_interactions_leave_out_thin_cells():
+    log = _cells({(0, 0): (30, 0), (0, 1): (30, 4), (1, 0): (30, 4), (1, 1): (10, 8)})
+    table = pairwise_interactions(log, ["a", "b"], by=None, min_rows=30)
+    assert table["cells"].tolist() == [3] and table["spread"].tolist() == pytest.approx([0.5])
+    with pytest.raises(ValueError, match="min_rows must be >= 1"):
+        pairwise_interactions(log, ["a", "b"], by=None, min_rows=0)
+
+
+def test_diet_makeup_worked_example():
+    within = np.array([False, True, True, True, False, True])  # the 4-number tasks of a pool of 6
+    deep = np.array([True, True, False, False, True, True])
+    log = _diet_log([0, 1, 1, 2, 5, 4])  # inside: 1, 1, 2, 5 (repeats count); the probe rows are ignored
+    table = diet_makeup({"kernel": log}, within, {"deep": deep})
+    assert table.to_dict("list") == {"policy": ["pool", "kernel"], "rows": [4, 4], "deep": [0.5, 0.75]}
+    with pytest.raises(ValueError, match=r"subset\(s\) \['deep'\] must hold one flag per pool task"):
+        diet_makeup({"kernel": log}, within, {"deep": deep[:3]})
+    with pytest.raises(ValueError, match="outside the pool of 6"):
+        diet_makeup({"kernel": _diet_log([7])}, within, {"deep": deep})
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tables of single numbers
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_gain_table_holds_every_field():
+    gain = SignalGain(0.084, 0.143, 0.69, 0.54, 0.89, 1.0, 128, 0.95)
+    table = gain_table({"Dynamic edge": gain})
+    assert table.to_dict("records") == [{
+        "weights": "Dynamic edge", "uniform": 0.084, "weighted": 0.143, "gain": 0.69, "ci_low": 0.54,
+        "ci_high": 0.89, "prob_positive": 1.0, "n": 128, "confidence": 0.95,
+    }]  # fmt: skip
+    with pytest.raises(ValueError, match="no signal gain"):
+        gain_table({})
+
+
+def test_refresh_diagnostics_worked_example():
+    steps = pd.DataFrame({
+        "method": ["edge"] * 4 + ["uniform"] * 2,
+        "seed": [0, 0, 1, 1, 0, 0],
+        "step": [0, 1, 0, 1, 0, 1],
+        "sampler_ess_frac": [1.0, 0.98, 0.99, 0.96, np.nan, np.nan],
+    })  # fmt: skip
+    table = refresh_diagnostics(steps, ["sampler_ess_frac"])
+    assert table[["method", "steps"]].to_dict("list") == {"method": ["edge"], "steps": [4]}
+    row = table.iloc[0]
+    assert row["sampler_ess_frac_mean"] == pytest.approx(0.9825)  # every step of every seed
+    assert row["sampler_ess_frac_min"] == pytest.approx(0.96)
+    assert row["sampler_ess_frac_last"] == pytest.approx(0.97)  # step 1: (0.98 + 0.96) / 2
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['sampler_tv_uni'\]"):
+        refresh_diagnostics(steps, ["sampler_tv_uni"])
+
+
+def test_per_seed_table_on_the_reports_own_control():
+    # Report 002's Table 8, uniform control: seeds 54.38 / 48.25 pass@1 give mean 51.31 and s.d. 4.33.
+    summaries = pd.DataFrame({
+        "method": ["control", "control", "edge"], "seed": [1, 0, 0],
+        "pass@1": [0.4825, 0.5438, 0.57], "pass@16": [0.72, 0.72, 0.74],
+    })  # fmt: skip
+    table = per_seed_table(summaries, ("pass@1", "pass@16"), methods=["control", "edge"])
+    assert table["seed"].tolist() == ["0", "1", "mean", "s.d.", "0", "mean", "s.d."]
+    control = table[table["method"] == "control"].set_index("seed")
+    assert control.loc["mean", "pass@1"] == pytest.approx(0.51315)
+    assert control.loc["s.d.", "pass@1"] == pytest.approx(abs(0.5438 - 0.4825) / math.sqrt(2))
+    assert round(100 * control.loc["s.d.", "pass@1"], 2) == 4.33 and control.loc["s.d.", "pass@16"] == 0.0
+    assert np.isnan(table.iloc[-1]["pass@1"])  # one seed: no s.d.
+    with pytest.raises(ValueError, match=r"no summaries for method\(s\) \['kernel'\]"):
+        per_seed_table(summaries, ("pass@1",), methods=["kernel"])

@@ -210,7 +210,7 @@ def test_an_extra_set_is_never_larger_than_the_presets_held_out_set():
         for name in ("full", "quick", "tiny")
     }
     assert sets == {
-        "full": (("ood", "ood:200:0"),),
-        "quick": (("ood", "ood:100:0"),),
-        "tiny": (("ood", "ood:6:0"),),
+        "full": (("ood", "ood:200:0"), ("ood_targets", "ood_targets:200:0")),
+        "quick": (("ood", "ood:20:0"), ("ood_targets", "ood_targets:20:0")),
+        "tiny": (("ood", "ood:6:0"), ("ood_targets", "ood_targets:6:0")),
     }

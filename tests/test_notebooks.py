@@ -82,9 +82,25 @@ def test_every_notebook_runs_at_the_tiny_preset(results):
     assert meta["preset"] == "tiny" and meta["runs"]
     for notebook in NOTEBOOKS:
         _check_executed_copy(tiny / "executed" / notebook.name, results)
-    for run in (results / "runs").glob("rloo-*"):  # each shared run trained once, start to end
+        _check_closing_summary(tiny / "executed" / notebook.name)
+    assert not (results / "runs").exists()  # the tiny preset's runs live under its own folder
+    assert not (tiny / "executed" / "failed").exists() and not list((tiny / ".staging").iterdir())
+    runs = list((tiny / "runs").glob("rloo-*"))
+    assert runs
+    for run in runs:  # each shared run trained once, start to end
         steps = [json.loads(line)["step"] for line in (run / "steps.jsonl").read_text().splitlines()]
         assert steps == sorted(set(steps)), run.name
+
+
+def _check_closing_summary(path):
+    """The last cell printed where the notebook's outputs went and what became of its runs."""
+    nb = nbformat.read(path, as_version=4)
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.output_type == "stream")
+    head, *folders = printed.splitlines()
+    assert re.fullmatch(rf"{path.stem} at the tiny preset: \d+ tables?, \d+ figures?", head), printed
+    assert f"  executed  $COUNTDOWN_STUDY_RESULTS/presets/tiny/executed/{path.stem}.ipynb" in folders
+    if path.stem != "01_tasks_and_solver":  # the survey trains nothing
+        assert re.search(r"runs/: \d+ runs?, \d+ trained, \d+ reused$", printed), printed
 
 
 def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_path):
@@ -148,3 +164,67 @@ def test_a_failing_notebook_leaves_the_previous_tables_intact(results, tmp_path)
     assert not failed.ok and failed.error == "RuntimeError: half way"
     assert read("staged_demo") == [2] and read("staged_demo_second") == [2]  # the last complete set
     assert not (results / "presets" / "tiny" / ".staging" / "01_table").exists()
+
+
+def _table_notebook(folder, stem="01_table"):
+    """A notebook saving a table and a figure of ``value`` (raising when ``value`` is 3), then its summary."""
+    source = (
+        "import matplotlib.pyplot as plt\n"
+        "import pandas as pd\n"
+        "from countdown_study.reporting import outputs\n"
+        "from countdown_study.study.notebook import notebook_summary\n"
+        f"meta = {{'notebook': '{stem}', 'preset': preset}}\n"
+        "outputs.save_table(pd.DataFrame({'value': [value]}), 'demo', meta)\n"
+        "fig, ax = plt.subplots()\n"
+        "ax.bar(['value'], [value])\n"
+        "outputs.save_figure(fig, 'demo', meta)\n"
+        "if value == 3:\n"
+        "    raise RuntimeError('half way')\n"
+        "print(notebook_summary(meta))\n"
+    )
+    params = nbformat.v4.new_code_cell('preset = "tiny"\nvalue = 0')
+    params.metadata["tags"] = ["parameters"]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [params, nbformat.v4.new_code_cell(source)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, folder / f"{stem}.ipynb")
+    return list_notebooks(folder=folder)
+
+
+def _files(folder):
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_re_executing_an_unchanged_notebook_changes_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("COUNTDOWN_STUDY_RESULTS", str(tmp_path / "results"))
+    notebooks = _table_notebook(tmp_path)
+    (first,) = run_notebooks(notebooks, "tiny", {"value": 2})
+    assert first.ok, first.error
+    written = _files(tmp_path / "results")
+    assert {"presets/tiny/tables/demo.meta.json", "presets/tiny/figures/demo.pdf"} <= set(written)
+    executed = nbformat.reads(written["presets/tiny/executed/01_table.ipynb"].decode(), as_version=4)
+    assert "start_time" not in executed.metadata.papermill and "execution" not in executed.cells[-1].metadata
+    printed = "".join(o.get("text", "") for o in executed.cells[-1].outputs if o.output_type == "stream")
+    assert printed.splitlines() == [
+        "01_table at the tiny preset: 1 table, 1 figure",
+        "  tables    $COUNTDOWN_STUDY_RESULTS/presets/tiny/tables/",
+        "  figures   $COUNTDOWN_STUDY_RESULTS/presets/tiny/figures/",
+        "  executed  $COUNTDOWN_STUDY_RESULTS/presets/tiny/executed/01_table.ipynb",
+    ]
+    (again,) = run_notebooks(notebooks, "tiny", {"value": 2})
+    assert again.ok and _files(tmp_path / "results") == written
+
+
+def test_a_notebook_that_succeeds_leaves_no_failed_copy(tmp_path, monkeypatch):
+    monkeypatch.setenv("COUNTDOWN_STUDY_RESULTS", str(tmp_path / "results"))
+    executed = tmp_path / "results" / "presets" / "tiny" / "executed"
+    notebooks = _table_notebook(tmp_path)
+    (done,) = run_notebooks(notebooks, "tiny", {"value": 2})
+    assert done.ok and sorted(p.name for p in executed.iterdir()) == ["01_table.ipynb"]
+    (failed,) = run_notebooks(notebooks, "tiny", {"value": 3})
+    assert not failed.ok and failed.output == str(executed / "failed" / "01_table.ipynb")
+    assert (executed / "failed" / "01_table.ipynb").is_file()
+    (fixed,) = run_notebooks(notebooks, "tiny", {"value": 4})
+    assert fixed.ok and sorted(p.name for p in executed.iterdir()) == ["01_table.ipynb"]  # failed/ gone

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from countdown_study.cli import main
 from countdown_study.cli import paper as cli_paper
 from countdown_study.paths import paper_dir, results_dir
-from countdown_study.reporting import latex, paper, paper_sections
+from countdown_study.reporting import latex, paper, paper_inputs, paper_prose, paper_sections
 from countdown_study.reporting.deviations import deviations
 
 # ----------------------------------------------------------------------------------------------------
@@ -61,7 +62,7 @@ VERDICTS_CSV = """report,claim,metric,their_diff,our_diff,ci_low,ci_high,mde,ver
 VERDICTS_FRAGMENT = r"""\begingroup
 \small
 \setlength{\tabcolsep}{4pt}
-\begin{xltabular}{\linewidth}{l>{\raggedright\arraybackslash}X>{\raggedright\arraybackslash}p{0.11\linewidth}rrrr>{\raggedright\arraybackslash}p{0.08\linewidth}}
+\begin{xltabular}{\linewidth}{l>{\raggedright\arraybackslash}X>{\raggedright\arraybackslash}p{0.11\linewidth}rrrrl}
 \caption{Every headline claim of the five reports: their difference on their model, ours on ours with its seed-aware interval and minimum detectable effect, and the verdict. Source: notebook 90, \texttt{synthesis\_verdicts}.}\label{tab:synthesis_verdicts} \\
 \toprule
 report & claim & metric & theirs & ours & 95\% interval & MDE & verdict \\
@@ -148,14 +149,22 @@ def paper_copy(tmp_path):
     return target
 
 
-def copy_results(target, prefixes):
+COMMITTED = results_dir()
+"""The committed results (read before any test points ``COUNTDOWN_STUDY_RESULTS`` elsewhere)."""
+
+
+def copy_results(target, prefixes, exist_ok=False):
     """The committed tables and figures whose names start with one of ``prefixes``."""
     for kind in ("tables", "figures"):
-        (target / kind).mkdir(parents=True)
-        for path in (results_dir() / kind).iterdir():
+        (target / kind).mkdir(parents=True, exist_ok=exist_ok)
+        for path in (COMMITTED / kind).iterdir():
             if path.name.startswith(prefixes):
                 shutil.copy(path, target / kind / path.name)
     return target
+
+
+NOTEBOOK_01 = ("tasks_by_num_count", "tasks_by_tier", "solution_count_by_tier")
+"""Name prefixes of what the paper shows from notebook 01."""
 
 
 def generate(paper_copy, results, monkeypatch, *extra):
@@ -164,7 +173,7 @@ def generate(paper_copy, results, monkeypatch, *extra):
 
 
 def test_a_changed_number_in_the_results_reaches_the_paper(tmp_path, paper_copy, monkeypatch):
-    results = copy_results(tmp_path / "results", ("baselines_paired",))
+    results = copy_results(tmp_path / "results", ("baselines_",))
     csv = results / "tables" / "baselines_paired.csv"
     table = pd.read_csv(csv)
     row = (table["contrast"] == "RLOO uniform vs SFT") & (table["metric"] == "pass@1")
@@ -177,39 +186,43 @@ def test_a_changed_number_in_the_results_reaches_the_paper(tmp_path, paper_copy,
     assert r"RLOO uniform vs SFT & pass@1 & $+0.123$ &" in fragment
     macros = (paper_copy / "generated" / "macros.tex").read_text()
     assert r"\newcommand{\RlooVsSftPassOne}{\ensuremath{+0.123}}" in macros
-    # the notebook's other tables and figures are missing: one sentence names them
-    body = (paper_copy / "generated" / "baselines.tex").read_text()
-    assert r"Not in \texttt{results/} yet from notebook 02: \texttt{baselines\_summary}" in body
+    assert "uniform RLOO against SFT changes pass@1 by $+0.123$" in macros  # the headline sentence too
 
 
 def test_missing_results_give_one_sentence_per_section(tmp_path, paper_copy, monkeypatch):
-    results = copy_results(tmp_path / "results", ("tasks_",))
+    results = copy_results(tmp_path / "results", NOTEBOOK_01)
     assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
     generated = paper_copy / "generated"
+    assert (generated / "report002.tex").read_text() == paper_sections.missing_sentence("05") + "\n"
+    assert "Notebook 05 has not run yet" in paper_sections.missing_sentence("05")
+    assert (generated / "baselines.tex").read_text().startswith("Notebook 02 has not run yet")
+    macros = (generated / "macros.tex").read_text()
+    assert r"\newcommand{\RlooVsSftPassOne}{\textit{n/a}}" in macros
+    # no sentence states a result the results do not carry
+    assert r"\newcommand{\IntroductionHeadline}{" + paper_prose.BASELINES_NOT_RUN + "}" in macros
+    assert r"\newcommand{\AbstractClaims}{" + paper_prose.CLAIMS_NOT_RUN + "}" in macros
+    assert "sharpens" not in macros
     assert (
-        generated / "report002.tex"
-    ).read_text() == "Results of notebook 05 are not in \\texttt{results/} yet.\n"
-    assert (generated / "baselines.tex").read_text().startswith("Results of notebook 02 are not in")
-    assert r"\newcommand{\RlooVsSftPassOne}{\textit{n/a}}" in (generated / "macros.tex").read_text()
-    assert (
-        "Paired tables of notebooks 02, 03, 04, 05, 06, 07, 08" in (generated / "synthesis.tex").read_text()
+        "Notebooks 02, 03, 04, 05, 06, 07, 08 have not run yet" in (generated / "synthesis.tex").read_text()
     )
     assert (generated / "tables" / "tasks_by_tier.tex").is_file()
 
 
 def test_deviations_come_from_the_saved_table_else_the_library(tmp_path, paper_copy, monkeypatch):
-    results = copy_results(tmp_path / "results", ("tasks_",))
+    results = copy_results(tmp_path / "results", NOTEBOOK_01)
     assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
     assert "reward-adaptive EMA signal" in (paper_copy / "generated" / "deviations_000.tex").read_text()
     saved = deviations("000")
     saved.loc[saved["what"] == "reward-adaptive EMA signal", "ours"] = "a saved choice"
+    copy_results(results, ("curricula_000_",), exist_ok=True)  # notebook 03 has run
     saved.to_csv(results / "tables" / "curricula_000_deviations.csv", index=False)
+    (results / "tables" / "curricula_000_deviations.md").unlink()
     assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
     assert "a saved choice" in (paper_copy / "generated" / "deviations_000.tex").read_text()
 
 
 def test_without_latex_the_command_names_the_packages_and_exits_2(tmp_path, paper_copy, monkeypatch, capsys):
-    results = copy_results(tmp_path / "results", ("tasks_",))
+    results = copy_results(tmp_path / "results", NOTEBOOK_01)
     monkeypatch.setattr(shutil, "which", lambda name: None)
     assert generate(paper_copy, results, monkeypatch) == 2
     err = capsys.readouterr().err.strip()
@@ -235,16 +248,23 @@ def test_parsing_the_paper_command_imports_nothing_heavy():
     reason=f"LaTeX is not installed ({paper.LATEX_INSTALL})",
 )
 def test_the_pdf_builds_from_partial_results(tmp_path, paper_copy, monkeypatch):
-    """Some notebooks' tables and figures present, the others' missing: the PDF still builds."""
-    results = copy_results(tmp_path / "results", ("baselines_", "sliding_window_001_", "tasks_"))
+    """Some notebooks have run, the others not: the PDF builds, with no reference or citation undefined
+    (a label of a notebook that has not run reads "not run yet")."""
+    results = copy_results(
+        tmp_path / "results",
+        ("baselines_", "sliding_window_001_", "synthesis_", "claims", "interval_coverage"),
+    )
     pd.concat([pd.read_csv(io.StringIO(VERDICTS_CSV), dtype={"report": str})] * 30).to_csv(
         results / "tables" / "synthesis_verdicts.csv", index=False
     )  # 90 rows: a long table over more than one page
+    (results / "tables" / "synthesis_verdicts.md").unlink()  # its twin no longer matches
     assert generate(paper_copy, results, monkeypatch) == 0
     pdf = paper_copy / "build" / "main.pdf"
     assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF")
     assert paper.undefined_references((paper_copy / "build" / "main.log").read_text()) == []
     assert r"baselines_pass_at_k.pdf" in (paper_copy / "generated" / "baselines.tex").read_text()
+    macros = (paper_copy / "generated" / "macros.tex").read_text()
+    assert r"\csname notrun@tab:tasks_by_num_count\endcsname{01}" in macros  # cited in the methods
 
 
 def test_decided_claims_name_their_notebook_and_are_grouped_by_table():
@@ -280,25 +300,300 @@ def test_undefined_references_are_read_from_the_last_pass_log():
 
 
 def test_report_numbers_are_read_back_as_names(tmp_path):
-    (tmp_path / "tables").mkdir()
-    (tmp_path / "figures").mkdir()
-    pd.DataFrame({"report": ["000", "004"], "diff": [0.5, 1.0]}).to_csv(
-        tmp_path / "tables" / "v.csv", index=False
-    )
-    tables, _, _ = paper.load_results(tmp_path / "tables", tmp_path / "figures")
-    assert list(tables["v"]["report"]) == ["000", "004"]  # not 0 and 4
-    assert list(tables["v"]["diff"]) == [0.5, 1.0]
+    pd.DataFrame({"report": ["000", "004"], "diff": [0.5, 1.0]}).to_csv(tmp_path / "v.csv", index=False)
+    table = paper_inputs.read_csv_checked(tmp_path / "v.csv")
+    assert list(table["report"]) == ["000", "004"]  # not 0 and 4
+    assert list(table["diff"]) == [0.5, 1.0]
 
 
-def test_the_abstract_counts_the_headline_claims_by_verdict():
-    verdicts = pd.DataFrame(
-        {"verdict": ["holds", "inside noise", "inside noise", "reversed", "inside noise"]}
-    )
-    assert paper.claim_counts(verdicts) == {
-        "ClaimsTotal": "5", "ClaimsHolds": "1", "ClaimsReversed": "1", "ClaimsInsideNoise": "3"
+def test_the_abstract_counts_the_registry_claims_by_verdict():
+    claims = pd.DataFrame(
+        {"verdict": ["holds", "inside noise", "underpowered", "reversed", "not tested", "same runs as 000.a",
+                     "borderline", "untestable", "inside noise"]}
+    )  # fmt: skip
+    assert paper.claim_counts(claims) == {
+        "ClaimsTotal": "9", "ClaimsTested": "8", "ClaimsHolds": "1", "ClaimsReversed": "1",
+        "ClaimsBorderline": "1", "ClaimsInsideNoise": "2", "ClaimsUnderpowered": "1", "ClaimsUntestable": "1",
+        "ClaimsSameRuns": "1", "ClaimsNotTested": "1",
     }  # fmt: skip
     assert set(paper.claim_counts(None).values()) == {r"\textit{n/a}"}
-    text = paper.macros({"synthesis_verdicts": verdicts}, {})
-    assert r"\newcommand{\ClaimsInsideNoise}{3}" in text
+    text = paper.macros({"claims": claims}, {})
+    assert r"\newcommand{\ClaimsInsideNoise}{2}" in text and r"\newcommand{\ClaimsTested}{8}" in text
     # the rows report 003's prose cites are defined before notebook 06 has run
     assert r"\newcommand{\VccVccRlooVsRlooUniformPassSixteenCI}{\textit{n/a}}" in text
+
+
+# ----------------------------------------------------------------------------------------------------
+# a run notebook's tables are whole and well formed, or the paper is refused naming the file
+
+
+@pytest.fixture
+def baselines_run(tmp_path):
+    """Notebook 02's committed tables and figures, with its executed copy: the notebook has run."""
+    results = copy_results(tmp_path / "results", ("baselines_",))
+    (results / "executed").mkdir()
+    (results / "executed" / "02_baselines.ipynb").write_text("{}")
+    return results
+
+
+def refused(paper_copy, results, monkeypatch, capsys) -> str:
+    """Run the command on ``results``; assert exit 2 and one line on stderr; that line."""
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert not (paper_copy / "generated").exists()  # nothing written from bad results
+    return err
+
+
+def test_a_deleted_table_of_a_notebook_that_ran_is_refused(baselines_run, paper_copy, monkeypatch, capsys):
+    (baselines_run / "tables" / "baselines_paired.csv").unlink()
+    err = refused(paper_copy, baselines_run, monkeypatch, capsys)
+    assert "baselines_paired.csv is missing" in err
+
+
+def test_a_deleted_table_is_refused_without_the_executed_copy(tmp_path, paper_copy, monkeypatch, capsys):
+    """The synthesis' other outputs are there: notebook 90 has run, so its verdict table is needed."""
+    results = copy_results(tmp_path / "results", ("synthesis_",))
+    (results / "tables" / "synthesis_verdicts.csv").unlink()
+    assert "synthesis_verdicts.csv is missing" in refused(paper_copy, results, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda text: text[: len(text) // 2], "is truncated: its last line has no end"),  # cut mid-line
+        (lambda text: "".join(text.splitlines(keepends=True)[:5]), "is truncated: 4 rows where"),  # at a line
+        (lambda text: text.replace("contrast,metric,diff,", "contrast,metric,difference,", 1), "lacks the column(s) diff"),
+        (lambda text: "", "is empty"),
+        (lambda text: text.splitlines(keepends=True)[0], "has a header and no rows"),
+        (lambda text: "\x00garbage\xff\n;;more garbage\n", "lacks the column(s) contrast"),
+        (lambda text: text.replace("0.0474", "n/a%", 1), "column diff holds 'n/a%', not a number"),
+        (lambda text: text.replace("RLOO uniform vs SFT,pass@1", "RLOO vs SFT,pass@1", 1), "has no row 'RLOO uniform vs SFT at pass@1'"),
+    ],
+    ids=["cut-mid-line", "cut-at-line", "renamed-diff", "empty", "header-only", "garbage", "text-in-diff", "headline-row-gone"],
+)  # fmt: skip
+def test_a_damaged_table_is_refused_naming_the_file(
+    baselines_run, paper_copy, monkeypatch, capsys, damage, message
+):
+    csv = baselines_run / "tables" / "baselines_paired.csv"
+    csv.write_text(damage(csv.read_text()))
+    err = refused(paper_copy, baselines_run, monkeypatch, capsys)
+    assert str(csv) in err and message in err
+
+
+def test_a_binary_table_is_refused_naming_the_file(baselines_run, paper_copy, monkeypatch, capsys):
+    csv = baselines_run / "tables" / "baselines_summary.csv"
+    csv.write_bytes(bytes(range(256)))
+    err = refused(paper_copy, baselines_run, monkeypatch, capsys)
+    assert str(csv) in err and "not a CSV table" in err
+
+
+def test_a_damaged_figure_or_sidecar_is_refused(baselines_run, paper_copy, monkeypatch, capsys):
+    figure = baselines_run / "figures" / "baselines_pass_at_k.pdf"
+    intact = figure.read_bytes()
+    figure.write_bytes(b"")
+    assert f"{figure} is not a PDF" in refused(paper_copy, baselines_run, monkeypatch, capsys)
+    figure.unlink()
+    assert f"{figure} is missing" in refused(paper_copy, baselines_run, monkeypatch, capsys)
+    figure.write_bytes(intact)
+    meta = baselines_run / "tables" / "baselines_paired.meta.json"
+    meta.write_text('{"git_sha": ')
+    assert f"{meta} is not a JSON sidecar" in refused(paper_copy, baselines_run, monkeypatch, capsys)
+
+
+def test_only_a_notebook_that_has_not_run_gets_the_not_run_sentence(baselines_run, paper_copy, monkeypatch):
+    assert generate(paper_copy, baselines_run, monkeypatch, "--no-pdf") == 0
+    generated = paper_copy / "generated"
+    assert "has not run yet" not in (generated / "baselines.tex").read_text()
+    assert (generated / "report000.tex").read_text() == paper_sections.missing_sentence("03") + "\n"
+    macros = (generated / "macros.tex").read_text()
+    assert r"\csname notebook@run@02\endcsname" in macros and r"notebook@run@03" not in macros
+
+
+def test_has_run_reads_the_executed_copy_or_any_output(tmp_path):
+    tables, figures, executed = (tmp_path / n for n in ("tables", "figures", "executed"))
+    for folder in (tables, figures, executed):
+        folder.mkdir()
+    assert not paper_inputs.has_run("05", tables, figures, executed)
+    (executed / "05_feature_space_curriculum_002.ipynb").write_text("{}")
+    assert paper_inputs.has_run("05", tables, figures, executed)
+    (executed / "05_feature_space_curriculum_002.ipynb").unlink()
+    (figures / "fsc_002_moving_edge.pdf").write_bytes(b"%PDF-1.5")
+    assert paper_inputs.has_run("05", tables, figures, executed)
+    assert not paper_inputs.has_run("04", tables, figures, executed)
+
+
+def test_every_committed_table_the_paper_needs_passes_its_checks():
+    """The committed full-preset results are whole: the checks refuse none of them."""
+    results = paper_inputs.load_results(
+        COMMITTED / "tables", COMMITTED / "figures", COMMITTED / "executed", paper.cited_rows()
+    )
+    assert results.not_run == frozenset()
+    assert {"baselines_paired", "synthesis_verdicts", "curricula_000_deviations"} <= set(results.tables)
+
+
+# ----------------------------------------------------------------------------------------------------
+# sentences that state a result come from the rows that carry it
+
+
+def _row(diff, low, high, verdict="holds", mde=0.03):
+    return {"diff": diff, "ci_low": low, "ci_high": high, "verdict": verdict, "mde": mde}
+
+
+def test_the_headline_reading_follows_the_intervals_and_verdicts():
+    sharper = _row(0.047, 0.019, 0.075), _row(-0.144, -0.196, -0.092)
+    headline = paper_prose.introduction_headline(*sharper, _row(-0.001, -0.015, 0.014, "inside noise"))
+    assert "changes pass@1 by $+0.047$ [$+0.019$, $+0.075$] (MDE 0.030; holds)" in headline
+    assert (
+        "it sharpens the first sample and narrows the spread of the rest, as the reports found." in headline
+    )
+    flat = _row(0.004, -0.01, 0.018, "inside noise"), _row(-0.144, -0.196, -0.092)
+    headline = paper_prose.introduction_headline(*flat, _row(-0.001, -0.015, 0.014, "inside noise"))
+    assert "sharpens" not in headline and "as the reports found" not in headline
+    assert "pass@1 stays inside the noise and pass@16 falls" in headline
+    against = _row(-0.03, -0.05, -0.01, "reversed"), _row(-0.144, -0.196, -0.092)
+    assert "pass@1 falls and pass@16 falls, against the reports' finding" in paper_prose.abstract_baselines(
+        *against, _row(0.038, 0.022, 0.054)
+    )
+    assert paper_prose.abstract_baselines(None, None, None) == paper_prose.BASELINES_NOT_RUN
+
+
+def test_the_abstract_counts_claims_against_uniform_by_direction():
+    claims = pd.DataFrame(
+        [("Fixed v1 below RLOO uniform", "RLOO uniform", "pass@1", -1, "inside noise"),
+         ("Adaptive v1 below RLOO uniform", "RLOO uniform", "pass@1", -1, "holds"),
+         ("Staged curriculum below RLOO uniform, on embedded", "RLOO uniform", "pass@16", -1, "holds"),
+         ("Staged curriculum below RLOO uniform", "RLOO uniform", "pass@16", -1, "holds"),
+         ("Hybrid curriculum below RLOO uniform", "RLOO uniform", "pass@16", -1, "same runs as 003.staged"),
+         ("Router below RLOO uniform", "RLOO uniform", "pass@16", -1, "not tested"),
+         ("Dynamic edge above RLOO uniform (with replacement)", "RLOO uniform (with replacement)", "pass@1", 1,
+          "inside noise"),
+         ("RLOO uniform above SFT", "SFT", "pass@1", 1, "holds")],  # not against uniform
+        columns=["claim", "b", "metric", "sign", "verdict"],
+    )  # fmt: skip
+    counts = paper.claim_counts(claims)
+    text = paper_prose.abstract_claims(claims, counts)
+    assert text.startswith(
+        "Of the reports' 8 quantitative claims, 7 can be tested on our runs: 4 hold, 0 are"
+    )
+    assert "2 lie inside the training and task noise" in text and "1 repeat another claim's runs" in text
+    # the duplicate and the untested claim are not counted against uniform
+    assert "Of the 1 claims that a method raises a metric over uniform RLOO, none holds;" in text
+    assert "of the 4 that one lowers a metric, 3 hold (1 at pass@1, 2 at pass@16)." in text
+    raised = claims.assign(
+        verdict=["inside noise", "inside noise", "reversed", "inside noise", "inside noise", "not tested",
+                 "holds", "holds"]
+    )  # fmt: skip
+    text = paper_prose.abstract_claims(raised, paper.claim_counts(raised))
+    assert "raises a metric over uniform RLOO, 1 hold, all at pass@1;" in text
+    assert "lowers a metric, none holds, and 1 are reversed." in text
+    assert paper_prose.abstract_claims(None, counts) == paper_prose.CLAIMS_NOT_RUN
+
+
+def test_the_abandonment_sentence_reads_the_table():
+    table = pd.DataFrame({"method": ["SFT", "RLOO uniform"], "abandoned_rate": [0.0851, 0.0070]})
+    assert paper_prose.abandonment(table).endswith(
+        "is 0.085 for the SFT policy and 0.007 after uniform RLOO."
+    )
+    assert paper_prose.abandonment(None) == ""
+
+
+def test_the_paper_prose_states_no_result_by_hand():
+    """The result-stating sentences of the old prose are gone from ``paper/``; each now comes from a table."""
+    text = "".join(
+        p.read_text() for p in [paper_dir() / "main.tex", *sorted((paper_dir() / "sections").glob("*.tex"))]
+    )
+    for sentence in ("sharpens the first sample", "as the reports found", "none of the curricula",
+                     "while both lower pass@16", "nearly\ncloses the gap", "the curriculum lowers pass@1"):  # fmt: skip
+        assert sentence not in text, sentence
+    assert r"\AbstractBaselines" in text and r"\AbstractClaims" in text and r"\IntroductionHeadline" in text
+
+
+# ----------------------------------------------------------------------------------------------------
+# tables fit the page, the bibliography is complete, a small preset builds on its own
+
+
+def test_a_long_paired_table_breaks_across_pages():
+    rows = [{"contrast": f"M{i} vs RLOO uniform", "metric": "pass@1", "diff": 0.01, "ci_low": -0.01,
+             "ci_high": 0.03, "mde": 0.02, "n_seeds": 5, "verdict": "inside noise"}
+            for i in range(paper_sections.LONG_TABLE_ROWS + 1)]  # fmt: skip
+    spec = paper_sections.TableSpec(
+        "fsc_002_paired", paper_sections.VERDICT_COLUMNS, "Claims.", metrics=("pass@1",)
+    )
+    assert r"\begin{xltabular}" in paper_sections.table_fragment(spec, pd.DataFrame(rows), "05")
+    assert r"\begin{table}" in paper_sections.table_fragment(spec, pd.DataFrame(rows[:-1]), "05")
+
+
+def test_the_verdict_column_never_wraps():
+    [spec] = [t for s in paper_sections.SECTIONS for t in s.tables if t.name == "synthesis_verdicts"]
+    [verdict] = [c for c in spec.columns if c.key == "verdict"]
+    assert verdict.width is None and latex._spec(verdict) == "l"
+
+
+def test_deviation_cells_without_a_value_print_a_dash():
+    rows = deviations("000").head(2).assign(ours=["a choice", float("nan")])
+    rows["where set"] = [float("nan"), "FixedConfig.threshold"]
+    body = paper_sections.deviation_fragment(rows, "Deviations.", "tab:d")
+    assert "nan" not in body
+    assert (
+        r"& a choice &" in body
+        and r"& --\newline{\scriptsize \texttt{FixedConfig.\allowbreak{}threshold}} &" in body
+    )
+    assert r"\begin{xltabular}" in body  # a long deviations table breaks across pages
+
+
+def test_no_generated_file_prints_nan(tmp_path, paper_copy, monkeypatch):
+    results = copy_results(tmp_path / "results", ("baselines_", "fsc_002_", "curricula_000_"))
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    for path in (paper_copy / "generated").rglob("*.tex"):
+        assert not re.search(r"\bnan\b", path.read_text(), re.IGNORECASE), path
+
+
+def _cited_keys() -> set[str]:
+    text = "".join(
+        p.read_text() for p in [paper_dir() / "main.tex", *(paper_dir() / "sections").glob("*.tex")]
+    )
+    return {key.strip() for group in re.findall(r"\\cite[tp]?\{([^}]*)\}", text) for key in group.split(",")}
+
+
+def test_every_citation_is_in_the_bibliography_and_every_entry_is_cited():
+    bib = (paper_dir() / "references.bib").read_text()
+    entries = set(re.findall(r"@\w+\{([^,\s]+),", bib))
+    assert _cited_keys() == entries
+    reports = {f"report{n:03d}" for n in range(5)}
+    methods = {"ahmadian2024rloo", "yu2025dapo", "hu2024openrlhf", "primeintellect2025primerl", "qu2025mopps",
+               "chen2025sec", "agarwal2021rliable", "qwen2024qwen25", "pan2025tinyzero", "papermill",
+               "wolf2020transformers", "kwon2023vllm", "moritz2018ray"}  # fmt: skip
+    assert reports | methods <= entries
+
+
+def test_a_small_preset_builds_in_its_own_folder(tmp_path, paper_copy, monkeypatch):
+    """``--preset quick`` reads results/presets/quick and writes paper/build/quick/, never generated/ or
+    build/main.pdf of the full preset."""
+    results = tmp_path / "results"
+    copy_results(results / "presets" / "quick", ("baselines_",))
+    (paper_copy / "build").mkdir()
+    (paper_copy / "build" / "main.pdf").write_bytes(b"%PDF full preset")
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf", "--preset", "quick") == 0
+    staged = paper_copy / "build" / "quick"
+    assert (staged / "main.tex").read_text() == (paper_copy / "main.tex").read_text()
+    assert (staged / "sections" / "methods.tex").is_file() and (staged / "references.bib").is_file()
+    assert "has not run yet" not in (staged / "generated" / "baselines.tex").read_text()
+    assert (staged / "generated" / "report000.tex").read_text().startswith("Notebook 03 has not run yet")
+    assert not (paper_copy / "generated").exists()
+    assert (paper_copy / "build" / "main.pdf").read_bytes() == b"%PDF full preset"
+    assert paper.pdf_path(staged, staged=True) == staged / "main.pdf"
+
+
+@pytest.mark.skipif(
+    shutil.which("latexmk") is None or shutil.which("pdflatex") is None,
+    reason=f"LaTeX is not installed ({paper.LATEX_INSTALL})",
+)
+def test_a_small_preset_pdf_of_what_exists(tmp_path, paper_copy, monkeypatch):
+    results = tmp_path / "results"
+    copy_results(results / "presets" / "tiny", NOTEBOOK_01)
+    assert generate(paper_copy, results, monkeypatch, "--preset", "tiny") == 0
+    pdf = paper_copy / "build" / "tiny" / "main.pdf"
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert paper.undefined_references((pdf.with_suffix(".log")).read_text()) == []
+    assert not (paper_copy / "build" / "main.pdf").exists()

@@ -135,7 +135,7 @@ def test_a_long_pass_at_k_legend_goes_beside_the_axes():
 
 def test_step_log_columns_get_labels_in_words():
     assert plots.label("sampler_tv_uni") == "total variation from uniform"
-    assert plots.label("sampler_js_edge") == "Jensen-Shannon divergence from edge-only"
+    assert plots.label("sampler_js_edge") == "JS divergence from edge-only"
     assert plots.label("sampler_overlap_ff") == "batch overlap with a draw from feature_failure-only"
     assert plots.label("sampler_top10") == "weight on the heaviest 10% of prompts"
     assert plots.label("sampler_ess_frac") == "effective sample size / pool size"
@@ -450,12 +450,106 @@ def test_arm_state_draws_each_arm_per_method_in_its_source_hue():
     assert a_q.get_ylabel() == "arm value Q" and a_p.get_ylabel() == "arm probability"
 
 
-def test_final_vs_first_answer_figure_has_a_panel_per_method_and_says_what_it_shows(curves):
-    first = curves.assign(**{"pass@k": curves["pass@k"] + 0.1})
-    fig = plots.answer_curves_figure(curves, first)
-    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
-    assert [ax.get_title() for ax in panels] == ["A", "B"]
-    final_line, first_line = panels[1].get_lines()
-    assert list(final_line.get_ydata()) == [0.1, 0.2, 0.3]
-    assert list(first_line.get_ydata()) == pytest.approx([0.2, 0.3, 0.4])
+def test_final_vs_first_answer_figure_draws_only_the_rows_that_differ(curves):
+    """Report 003's Figure 6 condensed: the curves of the rows whose first verifying answer differs from
+    the final one, and one bar per row for the gap at pass@1, instead of a panel per row."""
+    close = curves.assign(method=curves["method"].map({"A": "C", "B": "D"}))  # two rows whose curves agree
+    final = pd.concat([curves, close], ignore_index=True)
+    first = final.assign(
+        **{"pass@k": final["pass@k"] + np.where(final["method"].isin(["A", "B"]), 0.1, 0.01)}
+    )
+    fig = plots.answer_curves_figure(final, first)
+    curves_ax, gap_ax = fig.axes
+    drawn = [line for line in curves_ax.get_lines()]
+    assert len(drawn) == 4  # A and B, final (solid) and first verifying (dashed); C and D left out
+    assert [line.get_linestyle() for line in drawn] == ["-", "--", "-", "--"]
+    assert list(drawn[2].get_ydata()) == [0.1, 0.2, 0.3]
+    assert [t.get_text() for t in curves_ax.get_legend().get_texts()] == [
+        "A", "B", "final answer", "first verifying answer",
+    ]  # fmt: skip
+    bars = [p.get_width() for p in gap_ax.patches]
+    assert bars == pytest.approx([0.1, 0.1, 0.01, 0.01])  # every row's pass@1 gap, in the rows' order
+    assert [t.get_text() for t in gap_ax.get_yticklabels()] == ["A", "B", "C", "D"]  # the first on top
+    assert [p.get_y() for p in gap_ax.patches] == sorted((p.get_y() for p in gap_ax.patches), reverse=True)
     assert outputs.caption(fig).startswith("pass@k of the final answer and of the first verifying answer")
+    nothing_differs = plots.answer_curves_figure(close, close.assign(**{"pass@k": close["pass@k"] + 0.01}))
+    assert len(nothing_differs.axes[0].get_lines()) == 2  # the widest gap's row, so the panel is not empty
+
+
+# ----------------------------------------------------------------------------------------------------
+# figures for the page: at most the text's width, distinct colours, legends that name what is drawn
+
+
+def test_no_figure_is_wider_than_the_text(curves, steps):
+    many = [f"M{i}" for i in range(7)]
+    wide_steps = pd.concat([steps.assign(method=m) for m in many], ignore_index=True)
+    figures = [
+        plots.training_curves(wide_steps, metrics=("reward_mean", "exact_rate", "sampler_ema"), columns=3),
+        plots.occupancy_figure(wide_steps),
+        plots.histogram_grid(steps, ["reward_mean", "exact_rate", "sampler_ema", "step"], hue="method"),
+        plots.pass_at_k_panels(curves, {"one": ("A",), "two": ("B",), "three": ("A", "B")}),
+        plots.controller_figure(steps.assign(sampler_level=1, sampler_window_mean=0.3), 0.24, 0.3),
+    ]
+    for fig in figures:
+        assert fig.get_size_inches()[0] <= plots.TEXT_WIDTH + 1e-9
+
+
+def test_method_colours_are_distinct_and_none_is_faint():
+    n = len(plots.PALETTE) + len(plots.PALETTE_MORE)
+    colours = plots.method_colours([f"M{i}" for i in range(n)])
+    assert len(set(colours.values())) == n == 20
+    for colour in colours.values():
+        r, g, b = matplotlib.colors.to_rgb(colour)
+        assert 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.7, colour  # no pale yellow or pink on white
+
+
+def test_each_panel_names_only_the_methods_it_draws():
+    """A sampler's statistics exist for its own rows: each panel's legend names those, not every method."""
+    steps = pd.DataFrame(
+        {"method": ["RLOO uniform"] * 2 + ["Fixed v1"] * 2 + ["Adaptive v1"] * 2, "step": [0, 1] * 3,
+         "sampler_ema_3": [None, None, 0.1, 0.2, None, None],
+         "sampler_learnable": [None, None, None, None, 5, 6]}
+    )  # fmt: skip
+    fig = plots.sampler_stats_figure(steps)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert fig.legends == []
+    assert [[t.get_text() for t in ax.get_legend().get_texts()] for ax in panels] == [
+        ["Fixed v1"],
+        ["Adaptive v1"],
+    ]
+    same = plots.training_curves(steps.fillna(0.5), metrics=("sampler_ema_3", "sampler_learnable"))
+    assert [t.get_text() for t in same.legends[0].get_texts()] == ["RLOO uniform", "Fixed v1", "Adaptive v1"]
+
+
+def test_pass_at_k_panels_give_each_method_its_colour_and_marker_and_split_long_panels(curves):
+    names = [f"M{i}" for i in range(8)]
+    eight = pd.concat([curves[curves["method"] == "A"].assign(method=m) for m in names], ignore_index=True)
+    fig = plots.pass_at_k_panels(eight, {"first": names[:2], "fusions": names})
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == ["first", "fusions (1 of 2)", "fusions (2 of 2)"]
+    styles = {
+        (line.get_label(), line.get_color(), line.get_marker()) for ax in fig.axes for line in ax.get_lines()
+    }
+    assert len({label for label, _, _ in styles}) == 8
+    assert len({colour for _, colour, _ in styles}) == 8 and len({marker for _, _, marker in styles}) == 8
+    assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == names[:4]  # each panel its own
+    assert plots.split_panels({"a": "xyz"}, most=2) == {"a (1 of 2)": ["x", "y"], "a (2 of 2)": ["z"]}
+
+
+def test_whole_number_features_get_whole_number_ticks_and_bins():
+    depth = np.array([1, 2, 2, 3, 3, 3], dtype=float)
+    assert plots.histogram_edges(depth, bins=30).tolist() == [0.5, 1.5, 2.5, 3.5]
+    assert len(plots.histogram_edges(np.linspace(0, 1, 50), bins=10)) == 11
+    assert not plots.is_whole(np.array([1.0, 2.5]))
+    table = pd.DataFrame({"depth": depth, "target": np.arange(10, 70, 10), "hue": [3, 4] * 3})
+    fig = plots.histogram_grid(table, ["depth", "target"], hue="hue")
+    depth_ax, target_ax = fig.axes[:2]
+    assert list(depth_ax.get_xticks()) == [1, 2, 3]
+    target_ax.figure.canvas.draw()
+    assert all(float(t).is_integer() for t in target_ax.get_xticks())
+
+
+def test_legend_columns_fit_the_text_width():
+    assert plots.legend_columns(["A", "B"]) == 2
+    long = ["Adaptive v1 (mean reward)"] * 6  # 25 characters: 0.45 + 1.5 in an entry
+    assert plots.legend_columns(long) == 3

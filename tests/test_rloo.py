@@ -2,6 +2,7 @@
 
 import copy
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -123,6 +124,59 @@ def test_policy_loss_worked_example_on_policy():
     assert stats["ratio_mean"] == 1.0 and stats["clipped_frac"] == 0.0
     summed, _ = rloo_loss(logp, mask, adv, RLOOConfig(kl_coef=0.0, entropy_coef=0.0, aggregation="token_sum"))
     assert summed.item() == pytest.approx((3.0 - 0.5) / 2)
+
+
+def _loss_by_loop(logp, mask, adv, behaviour, ref, entropies, config):
+    """The loss written per sequence: ``-w_i A_i log pi(y_i|x) + kl_coef sum_t KL_t - entropy_coef sum_t H_t``
+    with ``log pi(y_i|x)`` the sum of its token log-probs (the reports' sequence sum), each term divided by
+    the sequence's length for the token mean, then averaged over the N sequences."""
+    terms = []
+    for i in range(logp.shape[0]):
+        tokens = [t for t in range(logp.shape[1]) if mask[i, t]]
+        seq_logp = sum(logp[i, t] for t in tokens)
+        log_ratio = (seq_logp - sum(behaviour[i, t] for t in tokens)).item()
+        w = math.exp(min(log_ratio, math.log(config.ratio_clip)))  # a number: no gradient through w
+        kl = sum(torch.exp(ref[i, t] - logp[i, t]) - (ref[i, t] - logp[i, t]) - 1 for t in tokens)  # k3
+        entropy = sum(entropies[i, t] for t in tokens)
+        term = -w * adv[i].item() * seq_logp + config.kl_coef * kl - config.entropy_coef * entropy
+        terms.append(term / len(tokens) if config.aggregation == "token_mean" else term)
+    return sum(terms) / len(terms)
+
+
+@pytest.mark.parametrize("aggregation", ["token_sum", "token_mean"])
+def test_loss_equals_a_plain_per_sequence_loop(aggregation):
+    gen = torch.Generator().manual_seed(3)
+    n, width = 6, 5
+    logp = (-3 * torch.rand(n, width, generator=gen)).requires_grad_(True)  # (N, T)
+    lengths = torch.tensor([5, 1, 3, 4, 2, 5])
+    mask = torch.arange(width)[None, :] < lengths[:, None]  # (N, T) right-padded
+    adv = rloo_advantages(torch.rand(2, 3, generator=gen)).reshape(-1)  # (N,)
+    behaviour = logp.detach() + 0.3 * torch.randn(n, width, generator=gen)  # some ratios past the cap
+    ref = logp.detach() - 0.2 * torch.rand(n, width, generator=gen)
+    entropies = torch.rand(n, width, generator=gen)
+    config = RLOOConfig(kl_coef=0.05, entropy_coef=0.01, aggregation=aggregation)
+
+    loss, stats = rloo_loss(logp, mask, adv, config, behaviour, ref, entropies)
+    (grad,) = torch.autograd.grad(loss, logp)
+    reference = _loss_by_loop(logp, mask, adv, behaviour, ref, entropies, config)
+    (reference_grad,) = torch.autograd.grad(reference, logp)
+
+    assert 0.0 < stats["clipped_frac"] < 1.0  # the cap is exercised on some sequences, not all
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-5, abs=1e-6)
+    assert torch.allclose(grad, reference_grad, atol=1e-6)
+    assert torch.all(grad[~mask] == 0)  # padding carries no gradient
+
+
+def test_sequence_sum_scales_each_sequences_gradient_by_its_length():
+    # With the policy term alone and w = 1, the sum's gradient is the mean's times the sequence length.
+    logp, mask, adv = _worked_batch()
+    summed, _ = rloo_loss(logp, mask, adv, replace(POLICY_ONLY, aggregation="token_sum"))
+    (grad_sum,) = torch.autograd.grad(summed, logp)
+    averaged, _ = rloo_loss(logp, mask, adv, POLICY_ONLY)
+    (grad_mean,) = torch.autograd.grad(averaged, logp)
+    lengths = mask.sum(dim=1, keepdim=True).float()  # (N, 1): 2 and 1
+    assert torch.allclose(grad_sum, grad_mean * lengths)
+    assert grad_sum.tolist() == [[-0.5, -0.5], [0.5, 0.0]]  # -A_i / N on each valid token
 
 
 def test_importance_ratio_truncated_and_detached():

@@ -6,6 +6,7 @@ import importlib.util
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -29,6 +30,7 @@ from countdown_study.rollout import (
 )
 from countdown_study.rollout import hf as hf_engine
 from countdown_study.rollout.core import _Stopper
+from countdown_study.rollout.engine import engine_key
 
 PROMPTS = [format_prompt([44, 19, 35], 98), format_prompt([1, 2], 3), format_prompt([10, 20, 30, 40], 100)]
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
@@ -374,12 +376,30 @@ def test_engine_takes_another_sampling_config_per_call(model, tokenizer):
     assert runner.sampling == train  # the override was for that call only
 
 
-def test_engine_refuses_a_config_of_another_kind(model, tokenizer):
-    runner = make_engine(model, tokenizer, SamplingConfig(engine="native"))
-    with pytest.raises(ValueError, match=r"'native'.*'hf'"):
-        runner.sample(PROMPTS, 1, seed=0, sampling=SamplingConfig(engine="hf"))
+def test_a_config_of_another_kind_goes_to_one_engine_made_for_it_once(model, tokenizer):
+    runner = make_engine(model, tokenizer, SamplingConfig(engine="native", max_new_tokens=24))
+    other = SamplingConfig(engine="hf", max_new_tokens=24, temperature=0.7)
+    drawn = runner.sample(PROMPTS, 2, seed=4, sampling=other)
+    _assert_same_rollouts(drawn, sample(model, tokenizer, PROMPTS, 2, other, seed=4))
+    assert drawn.engine == "hf"
+    made = runner.engine_for(other)
+    assert made.kind == "hf" and made is not runner
+    assert runner.engine_for(replace(other, temperature=1.0, dtype="bfloat16")) is made  # kept, not remade
+    assert runner.engine_for(SamplingConfig(engine="native", dtype="bfloat16")) is runner  # its own kind
+    assert runner.engine_for() is runner
+    with pytest.raises(TypeError, match="SamplingConfig"):
+        runner.engine_for({"engine": "hf"})
     with pytest.raises(TypeError, match="SamplingConfig"):
         make_engine(model, tokenizer, {"engine": "native"})
+
+
+def test_engine_key_separates_vllm_dtypes_only():
+    assert engine_key(SamplingConfig(engine="vllm", dtype="bfloat16")) == ("vllm", "bfloat16")
+    assert engine_key(SamplingConfig(engine="vllm")) != engine_key(
+        SamplingConfig(engine="vllm", dtype="bfloat16")
+    )
+    assert engine_key(SamplingConfig(engine="native")) == engine_key(SamplingConfig(dtype="bfloat16"))
+    assert engine_key(SamplingConfig(engine="hf")) == ("hf", None)
 
 
 def test_sampling_config_needs_no_torch():
@@ -435,5 +455,10 @@ def test_vllm_engine_keeps_one_runner_and_pushes_new_weights(tokenizer):
     assert runner.vllm_runner is vllm_runner  # started once
     assert _max_logprob_error(policy, after, temperature=0.8) < 1e-4
     assert before.completion_ids != after.completion_ids
-    with pytest.raises(ValueError, match="dtype"):
-        runner.sample(PROMPTS, 1, seed=0, sampling=SamplingConfig(engine="vllm", dtype="bfloat16"))
+    assert (
+        runner.engine_for(replace(config, temperature=0.6, top_k=20)) is runner
+    )  # same dtype: same instance
+    bf16 = runner.engine_for(replace(config, dtype="bfloat16"))  # another dtype: its own instance, kept
+    assert bf16 is not runner and bf16.vllm_runner is not vllm_runner
+    assert runner.engine_for(replace(config, dtype="bfloat16", temperature=0.6)) is bf16
+    assert _max_logprob_error(policy, bf16.sample(PROMPTS, 2, seed=11), temperature=0.8) < 0.1

@@ -285,7 +285,8 @@ def test_provenance_fields_and_git_sha(tmp_path):
     record = store.provenance()
     assert record["git_sha"] in {before, after}  # other commits may land meanwhile
     assert isinstance(record["git_dirty"], bool)
-    assert set(record["packages"]) == {"torch", "transformers", "numpy", "pandas", "countdown_study"}
+    packages = {"torch", "transformers", "numpy", "tokenizers", "pandas", "countdown_study"}
+    assert set(record["packages"]) == packages
     assert record["packages"]["countdown_study"] == countdown_study.__version__
     assert record["seed"] == 11
     assert record["torch_threads"] >= 1

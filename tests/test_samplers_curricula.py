@@ -16,7 +16,10 @@ from countdown_study.samplers.fixed_buckets import (
     prompts_solved,
 )
 from countdown_study.samplers.reward_adaptive import (
+    ADAPTIVE_V2,
     CATEGORIES,
+    REPORT_WARMUP_FRACTION,
+    RewardAdaptiveConfig,
     categorize,
     mix_counts,
     prompt_ema_update,
@@ -202,6 +205,35 @@ def test_v2_warmup_and_no_learnable_fallback_are_uniform():
     v1 = make_sampler("adaptive_v1", ADAPTIVE_POOL, seed=4)
     v1.load_state_dict({"indices": [0, 1], "ema": [0.0, 0.95]})  # nothing learnable
     assert v1.next_batch(5, 32).indices == tuple(derive_rng(4, 5).integers(0, 200, size=32).tolist())
+
+
+def test_v2_warmup_as_a_share_of_the_run():
+    # Report 000: 20 warm-up steps of 100. As a share of a 60-step run: round(0.2 * 60) = 12 steps.
+    assert ADAPTIVE_V2.warmup == 20  # the registered v2 keeps its 20 steps (its committed runs)
+    scaled = make_sampler(
+        "adaptive_v2", ADAPTIVE_POOL, seed=4, warmup_fraction=REPORT_WARMUP_FRACTION, total_steps=60
+    )
+    assert scaled.config.warmup == 12
+    scaled.load_state_dict(BANDED_STATE)
+    assert scaled.next_batch(11, 32).indices == tuple(derive_rng(4, 11).integers(0, 200, size=32).tolist())
+    assert max(scaled.next_batch(12, 32).indices[:22]) < 15  # step 12: the curriculum starts
+    # half up: 0.2 x 2 = 0.4 -> 0 steps, 0.25 x 10 = 2.5 -> 3, 0.2 x 20 = 4
+    for fraction, steps, expected in ((0.2, 2, 0), (0.25, 10, 3), (0.2, 20, 4)):
+        assert RewardAdaptiveConfig(warmup_fraction=fraction, total_steps=steps).warmup == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"warmup_fraction": 0.2}, "warmup_fraction needs the option total_steps"),
+        ({"warmup_fraction": 1.5, "total_steps": 60}, r"warmup_fraction must be in \[0, 1\]"),
+        ({"warmup_steps": -1}, "warmup_steps must be >= 0"),
+        ({"total_steps": 0}, "total_steps must be at least 1"),
+    ],
+)
+def test_warmup_options_are_checked(options, message):
+    with pytest.raises(ValueError, match=message):
+        make_sampler("adaptive_v2", ADAPTIVE_POOL, seed=0, **options)
 
 
 # ---------------------------------------------------------------------------------------------------

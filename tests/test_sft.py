@@ -382,7 +382,7 @@ def test_checkpoint_write_is_atomic(tmp_path, monkeypatch):
         write_checkpoint(path, {"step": 3})
     monkeypatch.undo()
     assert path.read_bytes() == before and torch.load(path)["step"] == 2
-    assert [p.name for p in path.parent.iterdir()] == ["last.pt"]  # no temporary file left
+    assert sorted(p.name for p in path.parent.iterdir()) == ["last.pt", "last.pt.sha256.json"]  # no temporary
 
 
 def test_config_round_trips_through_json():
@@ -501,7 +501,8 @@ def test_command_line_options_reach_the_config():
 
 def test_the_command_trains_in_the_store_and_prints_the_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sft_cli, "config_from_args", lambda args: TINY)
-    args = argparse.Namespace(recipe="solver", root=tmp_path, resume_from=None, no_progress=True, ship=False)
+    args = argparse.Namespace(recipe="solver", root=tmp_path, resume_from=None, no_progress=True, ship=False,
+                              steps=None, threads=None, batch_size=None, checkpoint_every=None)  # fmt: skip
     assert sft_cli.cli_main(args) == 0
     store = sft.open_run(TINY, tmp_path)
     assert store.is_done and str(store.path) in capsys.readouterr().out

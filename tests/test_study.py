@@ -82,7 +82,9 @@ def test_problem_matrix_and_paired_difference(result):
         "t_low", "t_high", "prob_positive", "verdict",
     ]  # fmt: skip
     # seed 0: A (1, .5, 0, .25) -> .4375 vs B (.5, .5, 0, 0) -> .25; seed 1: A .5625 vs B .125
-    assert row["per_seed_diffs"] == "+0.1875 +0.4375" and row["ci_method"].startswith("two-level")
+    assert row["per_seed_diffs"] == "+0.1875 +0.4375" and row["ci_method"].startswith(
+        "two-way random effects"
+    )
     claimed = paired_table(
         result, [("A", "B")], metrics=("pass@1",), n_resamples=500, claims={("A", "B"): -1}
     )

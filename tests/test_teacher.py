@@ -2,22 +2,32 @@
 shipped task proposer (``checkpoints/teacher``)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from safetensors.torch import load_file, save_file
 
-from countdown_study.countdown import generate_tasks
+from countdown_study.countdown import Task, generate_tasks, solution_count
 from countdown_study.countdown.synthetic import RuleBasedGenerator
-from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer
+from countdown_study.policy import TinyModelConfig, build_model, build_tokenizer, policy_identity
+from countdown_study.reporting.deviations import deviations
 from countdown_study.rollout import SamplingConfig
-from countdown_study.training.loop import TrainConfig, train
+from countdown_study.runs.store import run_id
+from countdown_study.training.loop import TrainConfig, run_identity, train
 from countdown_study.training.specs import DataSpec, EvalSpec
-from countdown_study.training.teacher import TeacherGenerator, load_teacher
+from countdown_study.training.teacher import (
+    TEACHER_CHECKPOINT_DIR,
+    TeacherGenerator,
+    load_teacher,
+    sampler_models,
+)
 from countdown_study.training.teacher_data import (
     TEACHER_REASONS,
+    TEACHER_TIERS,
     compact_prompt,
     compare_generators,
     parse_proposal,
@@ -25,7 +35,13 @@ from countdown_study.training.teacher_data import (
     task_text,
     teacher_prompt,
 )
-from countdown_study.training.teacher_train import ACCEPTANCE_GOAL, PROPOSALS, shipped_info
+from countdown_study.training.teacher_train import (
+    ACCEPTANCE_GOAL,
+    PROPOSALS,
+    QUALITY_COLUMNS,
+    shipped_info,
+    teacher_quality,
+)
 
 POOL = generate_tasks(200, 0)
 POOL_KEYS = [task.key for task in POOL]
@@ -242,6 +258,87 @@ def test_compare_generators_on_hand_written_logs():
     assert compared["rule_based"]["acceptance"] == 0.5 and compared["rule_based"]["pool_duplicates"] == 0.0
     # teacher targets 19 and 35 fall in bins [0, 25) and [25, 50); rule-based 10 in [0, 25): TV = 0.5
     assert compared["target_tv_distance"] == 0.5
+
+
+def test_teacher_quality_puts_the_proposals_beside_the_pool():
+    """Hand-written measurement and pools: the teacher and rule-based rows are the measurement's, the pool
+    rows the tasks' own distribution (every task counted as accepted, none checked)."""
+    summary = {"proposals": 8, "acceptance": 0.25, "outcomes": {"accepted": 0.25, "unsolvable": 0.5, "wrong_tier": 0.25},
+               "accepted": 2, "target_quantiles": [12.0, 20.0, 28.0], "number_mean": 5.0, "numbers_below_10": 0.5,
+               "three_number_share": 1.0, "solutions_median": 3.0}  # fmt: skip
+    info = {
+        "measured": {"comparison": {t: {"teacher": summary, "rule_based": summary} for t in TEACHER_TIERS}}
+    }
+    pool = [Task((1, 2, 3), 6), Task((2, 3, 4), 24), Task((10, 20, 30), 60)]
+    table = teacher_quality(info, {t: pool for t in TEACHER_TIERS})
+    assert list(table.columns) == list(QUALITY_COLUMNS) and len(table) == 12
+    teacher = table[(table.tier == "T1") & (table.source == "teacher")].iloc[0]
+    assert (teacher.acceptance, teacher.unsolvable, teacher.target_median) == (0.25, 0.5, 20.0)
+    pool_row = table[(table.tier == "T1") & (table.source == "pool")].iloc[0]
+    assert pool_row.proposals == pool_row.accepted == 3 and np.isnan(pool_row.acceptance)
+    assert pool_row.target_median == 24.0 and pool_row.number_mean == pytest.approx(75 / 9)
+    assert pool_row.numbers_below_10 == pytest.approx(6 / 9) and pool_row.three_number_share == 1.0
+    counts = [solution_count(t.nums, t.target, cap=128) for t in pool]
+    assert pool_row.solutions_median == float(np.median(counts))
+    with pytest.raises(ValueError, match="no measurement"):
+        teacher_quality({"measured": None}, {t: pool for t in TEACHER_TIERS})
+
+
+def test_the_shipped_teachers_accepted_targets_follow_the_pool():
+    """What the shipped teacher is: an imitator of the pool. Its accepted targets sit at the pool's (T3 median
+    56 against the rule-based generator's 199) and its 90% quantiles stay by the pool's ceiling of 100."""
+    table = teacher_quality().set_index(["tier", "source"])
+    for tier in ("T0", "T1", "T3"):
+        assert (
+            abs(table.loc[(tier, "teacher"), "target_median"] - table.loc[(tier, "pool"), "target_median"])
+            <= 5
+        )
+    assert table.loc[("T3", "rule_based"), "target_median"] > 150
+    assert (table.xs("teacher", level="source")["target_q90"] <= 110).all()
+    acceptance = shipped_info()["measured"]["acceptance"]
+    assert table.xs("teacher", level="source")["acceptance"].to_dict() == {
+        t: acceptance[t] for t in TEACHER_TIERS
+    }
+
+
+def test_the_deviations_row_says_what_the_teacher_is_and_is_not():
+    row = deviations("004").set_index("what").loc["teacher"]
+    acceptance = shipped_info()["measured"]["acceptance"]
+    assert all(f"{tier} {acceptance[tier]:.2f}" in row["ours"] for tier in TEACHER_TIERS)
+    assert f"{acceptance['overall']:.3f} overall" in row["ours"] and "not an instructed LM" in row["ours"]
+    assert "Qwen3-8B" in row["report's value"] and "teacher_quality" in row["where set"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The run id covers the teacher
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_a_changed_teacher_changes_the_run_id(tmp_path):
+    folder = tmp_path / "teacher"
+    shutil.copytree(TEACHER_CHECKPOINT_DIR, folder)
+    config = TrainConfig(sampler="adsc_teacher", sampler_options={"teacher": str(folder)})
+    shipped = TrainConfig(sampler="adsc_teacher")
+    assert run_identity(config)["teacher"] == run_identity(shipped)["teacher"]  # the same weights
+    before = run_id(config, identity=run_identity(config))
+
+    weights = load_file(folder / "model.safetensors")  # the teacher retrained, under the same name
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + 1e-3
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    changed = run_identity(config)
+    assert (
+        changed["policy"] == run_identity(shipped)["policy"]
+        and changed["teacher"] != run_identity(shipped)["teacher"]
+    )
+    assert run_id(config, identity=changed) != before
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "adsc_rule_based", "adsc_real_only", "solution_count_hybrid"])
+def test_runs_without_a_teacher_keep_their_identity(sampler):
+    config = TrainConfig(sampler=sampler)
+    assert run_identity(config) == policy_identity(config.data.policy)  # as every committed run was named
+    assert sampler_models(sampler, {"teacher": "somewhere"}) == {}
 
 
 # ---------------------------------------------------------------------------------------------------

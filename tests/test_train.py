@@ -453,7 +453,11 @@ def test_snapshot_steps_are_every_interval_and_the_last_step():
 
 def test_snapshots_leave_training_unchanged_and_resume_to_the_same_tables(tiny_policy, tmp_path):
     snap = replace(tiny_config(tiny_policy).eval, snapshot_every=2, snapshot_n=2, validation_size=5)
-    plain = train(tiny_config(tiny_policy, checkpoint_every=2), root=tmp_path / "plain", progress=False)
+    # another interval, the same validation tasks out of the pool (test_validation_split): the same training
+    sparse = replace(snap, snapshot_every=4)
+    plain = train(
+        tiny_config(tiny_policy, checkpoint_every=2, eval=sparse), root=tmp_path / "plain", progress=False
+    )
     whole = train(
         tiny_config(tiny_policy, checkpoint_every=2, eval=snap), root=tmp_path / "whole", progress=False
     )

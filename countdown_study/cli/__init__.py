@@ -1,4 +1,5 @@
-"""The ``countdown-study`` command line: ``sft``, ``train``, ``eval``, ``run``, ``runs``, ``paper``.
+"""The ``countdown-study`` command line: ``sft``, ``teacher``, ``train``, ``eval``, ``run``, ``runs``,
+``paper``.
 
 Each subcommand is a module of this package (``COMMANDS``) providing ``configure_parser(parser)`` and
 ``cli_main(args) -> int``; the library never imports the command line. A command module imports the
@@ -8,7 +9,9 @@ answers at once (``tests/test_cli.py``).
 A mistake (a bad option, a config the library refuses, a missing or unreadable file, a finished run
 that is corrupt, a run another process holds) is one line on stderr,
 ``countdown-study <command>: error: <what is wrong>``, and exit status 2; ``--debug`` shows the
-traceback instead.
+traceback instead. Sizes are bounded by the machine and the data, and output paths checked, before any
+work (``cli.bounds``); a write that fails on a full disk is one line naming where. Every ``--help`` shows
+each option's default.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
 COMMANDS = {
     "sft": ("countdown_study.cli.sft", "train the embedded policy on solver-made traces"),
@@ -62,16 +66,37 @@ def one_line(err: BaseException) -> str:
     return " ".join(lines) or type(err).__name__
 
 
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that ends each option with ``(default: X)``, unless its text already names its default (as
+    every option whose default is None or set elsewhere does), or it is a flag."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        unset = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if "default" in text or unset or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line on stderr (no usage block), exit status 2."""
+    """An ``ArgumentParser`` whose errors are one line on stderr (no usage block), exit status 2, and whose
+    help shows the defaults (``DefaultsFormatter``)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+DESCRIPTION = f"The countdown-study command line: {', '.join(COMMANDS)}."
+"""The first line of ``countdown-study --help``: every command, in plain text."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full parser; each subcommand's module adds its own arguments."""
-    parser = OneLineParser(prog="countdown-study", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="countdown-study", description=DESCRIPTION)
     parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=OneLineParser)
     for name, (module_name, help_text) in COMMANDS.items():
@@ -82,16 +107,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def interactive() -> bool:
+    """Whether standard error is a terminal: progress bars show there, not in logs or notebooks."""
+    return sys.stderr.isatty()
+
+
+def library_bars(show: bool) -> None:
+    """Hide the libraries' own bars (transformers' "Loading weights") where the command hides its own: a
+    log or a notebook gets none. Loads transformers: call it where the command loads a model anyway."""
+    if not show:
+        from transformers.utils import logging
+
+        logging.disable_progress_bar()
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """Where a command writes (its module's ``output_folders(args)``; none when it does not say)."""
+    folders = getattr(args._module, "output_folders", None)
+    return [Path(f) for f in folders(args)] if folders else []
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``countdown-study`` script."""
+    """Entry point of the ``countdown-study`` script. OpenMP's wait policy is set first, before any command
+    imports torch (``runs.threads.set_wait_policy``: ``PASSIVE`` unless the user set one)."""
+    from countdown_study.cli.bounds import disk_full
+    from countdown_study.runs.threads import set_wait_policy
+
+    set_wait_policy()
     parser = build_parser()
     args = parser.parse_args(argv)
+    prefix = f"{parser.prog} {args.command}: error:"
     try:
         return int(args._module.cli_main(args) or 0)
-    except Exception as err:
-        if args.debug or not isinstance(err, user_errors()):
+    except Exception as err:  # a full disk first: a failed write often raises something unrelated
+        if args.debug:
             raise
-        print(f"{parser.prog} {args.command}: error: {one_line(err)}", file=sys.stderr)
+        unexplained = not isinstance(err, user_errors()) or type(err).__name__ == "NotJSONError"
+        where = disk_full(err, output_folders(args), by_free_space=unexplained)
+        if where is not None:
+            print(f"{prefix} no space left on device writing {where} ({one_line(err)})", file=sys.stderr)
+            return 2
+        if not isinstance(err, user_errors()):
+            raise
+        print(f"{prefix} {one_line(err)}", file=sys.stderr)
         return 2
 
 

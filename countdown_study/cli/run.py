@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from countdown_study.paths import figures_dir, notebooks_dir, results_dir, runs_dir, tables_dir
+from countdown_study.paths import display_path, figures_dir, notebooks_dir, preset_dir, runs_dir, tables_dir
 
 PRESET_NAMES = ("tiny", "quick", "full")
 """``study.pipeline.PRESETS``, written out so that parsing imports no torch (``tests/test_cli.py`` holds
@@ -28,7 +28,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-        help="extra papermill parameter (VALUE parsed as YAML)",
+        help="extra papermill parameter (VALUE parsed as YAML), a name of the notebooks' parameters cell "
+        "with a value of its default's type (default: none)",
     )  # fmt: skip
     parser.add_argument("--kernel", default="python3", help="Jupyter kernel name")
     parser.add_argument(
@@ -48,6 +49,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--retries", type=int, default=2, help="--executor: failed attempts retried per run (default 2)"
     )
+    parser.add_argument(
+        "--runs-per-gpu", type=int, default=None, metavar="K",
+        help="--executor: K runs share each GPU at once (local: K workers per visible GPU, each seeing only "
+        "its GPU, the cores divided among them; ray: a run on a GPU asks for 1/K of one). Run ids do not "
+        "change. Where no run uses a GPU it does not apply (a note says so); runs that need a GPU on a "
+        "machine without one are refused (default: a whole GPU per run)",
+    )  # fmt: skip
 
 
 EXECUTOR_NAMES = ("local", "ray")
@@ -81,16 +89,78 @@ def check_parameters(extra: dict) -> None:
             raise ValueError(f"-p {name}: a parameter must be a number, a string or a boolean, got {value!r}")
 
 
+def parameter_mismatch(value: object, default_source: str) -> str | None:
+    """Why ``value`` cannot stand for a parameter whose default is the source text ``default_source``
+    (``'"quick"'``), or None: the value's type must be the default's (an int stands for a float); a
+    default that is None or not a literal takes anything."""
+    import ast
+
+    try:
+        default = ast.literal_eval(default_source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if default is None or type(value) is type(default) or (type(value) is int and type(default) is float):
+        return None
+    hint = " (quote it to pass text)" if isinstance(default, str) else ""
+    return (
+        f"takes a value of type {type(default).__name__} like its default {default_source}, "
+        f"got {value!r} ({type(value).__name__}){hint}"
+    )
+
+
+def check_notebook_parameters(extra: dict, notebooks: list[Path]) -> None:
+    """Refuse a ``-p`` name that no selected notebook's parameters cell declares, or a value whose type is
+    not the declared default's (``papermill.inspect_notebook``); a notebook that is not valid JSON is
+    named as such. All before any notebook runs."""
+    if not extra:
+        return
+    import papermill
+    from nbformat.reader import NotJSONError
+
+    from countdown_study.cli import one_line
+
+    declared: dict[str, list[tuple[str, str]]] = {}
+    for notebook in notebooks:
+        try:
+            cell = papermill.inspect_notebook(str(notebook))
+        except NotJSONError as err:
+            raise ValueError(f"{notebook}: not a notebook, its JSON is corrupt or truncated") from err
+        except (ValueError, KeyError, AttributeError, TypeError) as err:
+            raise ValueError(f"{notebook}: cannot read its parameters cell ({one_line(err)})") from err
+        for name, info in cell.items():
+            declared.setdefault(name, []).append((notebook.name, info["default"]))
+    for name, value in extra.items():
+        if name not in declared:
+            known = ", ".join(sorted(set(declared) - set(RESERVED))) or "none"
+            raise ValueError(
+                f"-p {name}: no such parameter in the notebooks' parameters cells (they take: {known})"
+            )
+        for notebook_name, default_source in declared[name]:
+            why = parameter_mismatch(value, default_source)
+            if why:
+                raise ValueError(f"-p {name}: {notebook_name} {why}")
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The preset's results folder (where a full disk would show)."""
+    return [preset_dir(args.preset)]
+
+
 def executor_config(args: argparse.Namespace):
-    """The ``runs.executor.ExecutorConfig`` of ``--executor``, ``--address``, ``--retries``; None without
-    ``--executor``. Raises ``RayMissingError`` for ``--executor ray`` without Ray installed."""
+    """The ``runs.executor.ExecutorConfig`` of ``--executor``, ``--address``, ``--retries``,
+    ``--runs-per-gpu``; None without ``--executor``. Raises ``RayMissingError`` for ``--executor ray`` without
+    Ray installed."""
     from countdown_study.runs.executor import ExecutorConfig, import_ray
 
     if args.executor is None:
         if args.address is not None:
             raise ValueError("--address is for --executor ray")
+        if args.runs_per_gpu is not None:
+            raise ValueError("--runs-per-gpu is for --executor local or ray")
         return None
-    config = ExecutorConfig(args.executor, args.address, args.retries)
+    if args.runs_per_gpu is not None and args.runs_per_gpu < 1:
+        raise ValueError(f"--runs-per-gpu must be at least 1, got {args.runs_per_gpu}")
+    config = ExecutorConfig(args.executor, args.address, args.retries, runs_per_gpu=args.runs_per_gpu)
     if config.backend == "ray":
         import_ray()
     return config
@@ -98,10 +168,13 @@ def executor_config(args: argparse.Namespace):
 
 def train_first(notebooks: list[Path], args: argparse.Namespace, extra: dict, executor) -> bool:
     """Train every run of ``notebooks`` with ``executor``; print what it did and each failure."""
-    from countdown_study.study.grid import train_grid
+    from countdown_study.study.grid import packing_lines, plan_grid, train_grid
 
+    stems = [nb.stem for nb in notebooks]
+    packing = packing_lines(plan_grid(stems, args.preset, extra), executor)  # refused here, before any run
     print(f"training the runs of {len(notebooks)} notebooks with the {executor.backend} executor", flush=True)
-    done = train_grid([nb.stem for nb in notebooks], args.preset, extra, executor)
+    print("\n".join(f"  {line}" for line in packing), flush=True)
+    done = train_grid(stems, args.preset, extra, executor)
     print(
         f"{len(done.finished)} runs trained, {len(done.skipped)} finished before, {len(done.failed)} failed"
     )
@@ -134,8 +207,10 @@ def cli_main(args: argparse.Namespace) -> int:
     if not notebooks:
         print(f"no study notebooks in {notebooks_dir()}")
         return 1
-    runs_dir().mkdir(parents=True, exist_ok=True)
-    with watch(runs_dir(), write=lambda line: print(f"  {line}", flush=True)):
+    check_notebook_parameters(extra, notebooks)
+    store = runs_dir(args.preset)
+    store.mkdir(parents=True, exist_ok=True)
+    with watch(store, write=lambda line: print(f"  {line}", flush=True)):
         if executor is not None and not train_first(notebooks, args, extra, executor):
             return 1
         outcomes = run_notebooks(notebooks, args.preset, extra, args.kernel, args.jobs)
@@ -155,5 +230,8 @@ def cli_main(args: argparse.Namespace) -> int:
     if figures.is_dir():
         print(f"figure index: {write_figure_index(figures)}")
     failed = [o for o in outcomes if not o.ok]
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; results in {results_dir()}")
+    print(
+        f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; results in "
+        f"{display_path(preset_dir(args.preset))}/ (runs in {display_path(store)}/)"
+    )
     return 1 if failed else 0

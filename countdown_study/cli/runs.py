@@ -15,45 +15,74 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``countdown-study runs``: an action, each with its own options, so that notebooks
     may follow the options (``runs status --preset full 06``) as well as precede them."""
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION", parser_class=type(parser))
-    verify = actions.add_parser("verify", help="check every finished run against its recorded checksums")
-    status = actions.add_parser("status", help="the notebooks' planned runs at a preset and where they stand")
+    verify = actions.add_parser(
+        "verify", help="check every finished run against its recorded checksums",
+        description="Check every finished run of the store against the checksums recorded when it finished: "
+        "one line per file that changed, then the count; exit 1 when a run is corrupt.",
+    )  # fmt: skip
+    status = actions.add_parser(
+        "status", help="the notebooks' planned runs at a preset and where they stand",
+        description="The runs the notebooks plan at a preset, counted per notebook as finished, started or "
+        "waiting in the store, with each started run's steps (--runs: every unfinished run too).",
+    )  # fmt: skip
     status.add_argument(
         "notebooks", nargs="*", help="notebook names, stems or number prefixes (default: all)"
     )
     status.add_argument("--preset", choices=PRESET_NAMES, default="quick", help="the preset (default quick)")
     status.add_argument("--runs", action="store_true", help="also list every unfinished run")
-    for action in (verify, status):
-        action.add_argument("--root", default=None, help="run store folder (default results/runs)")
+    status.add_argument(
+        "--runs-per-gpu", type=int, default=None, metavar="K",
+        help="also say how the local executor packs the runs here with K runs per GPU (runs at once, GPUs, "
+        "CPU threads per run), as countdown-study run --executor local --runs-per-gpu K would (default: not)",
+    )  # fmt: skip
+    verify.add_argument("--root", default=None, help="run store folder (default results/runs)")
+    status.add_argument(
+        "--root", default=None,
+        help="run store folder (default: the preset's, results/runs for full, results/presets/NAME/runs else)",
+    )  # fmt: skip
 
 
 def cli_main(args: argparse.Namespace) -> int:
-    """``verify``: one line per problem, then a count; exit 1 when a finished run is corrupt. ``status``:
-    runs per state for each notebook and in all, with the started runs' steps; exit 0."""
-    root = Path(args.root) if args.root else runs_dir()
+    """``verify``: one line per problem (results or weights that differ from their recorded checksums), one
+    per warning (final weights without checksums; tables in ``<root>/../tables`` whose runs come from
+    different environments; one line counting the runs made from a dirty tree), then the counts; exit 1 when a finished run is corrupt. ``status``: runs per
+    state for each notebook and in all, with the started runs' steps; exit 0."""
+    root = Path(args.root) if args.root else runs_dir(getattr(args, "preset", "full"))
     if args.action == "status":
         return status(args, root)
+    from countdown_study.runs.environments import table_environment_warnings
+    from countdown_study.runs.provenance import dirty_provenance_warnings
     from countdown_study.runs.store import RunStore, is_finished
 
     if not root.is_dir():
         raise FileNotFoundError(f"no run store at {root}")
-    finished = sorted(p for p in root.iterdir() if is_finished(p))
-    problems = [line for path in finished for line in RunStore(path.name, path, None).verify()]
+    finished = [RunStore(p.name, p, None) for p in sorted(root.iterdir()) if is_finished(p)]
+    problems = [line for store in finished for line in store.verify()]
+    notes = [line for store in finished for line in store.unchecked_weights()]
+    notes += table_environment_warnings(root.parent / "tables", root)
+    notes += dirty_provenance_warnings({store.run_id: store.provenance() for store in finished})
     for line in problems:
         print(line)
-    print(f"{len(finished)} finished runs checked in {root}; {len(problems)} problems")
+    for line in notes:
+        print(f"warning: {line}")
+    print(f"{len(finished)} finished runs checked in {root}; {len(problems)} problems; {len(notes)} warnings")
     return 1 if problems else 0
 
 
 def status(args: argparse.Namespace, root: Path) -> int:
-    """Print ``study.grid.progress_summary`` of the notebooks at the preset, each started run's steps, and
-    (``--runs``) every unfinished run."""
+    """Print ``study.grid.progress_summary`` of the notebooks at the preset, each started run's steps,
+    (``--runs``) every unfinished run, and (``--runs-per-gpu K``) how the local executor would pack the runs
+    left on this machine."""
     import pandas as pd
 
     from countdown_study.study.grid import grid_progress, plan_grid, progress_summary
     from countdown_study.study.pipeline import list_notebooks
 
+    if args.runs_per_gpu is not None and args.runs_per_gpu < 1:
+        raise ValueError(f"--runs-per-gpu must be at least 1, got {args.runs_per_gpu}")
     notebooks = [nb.stem for nb in list_notebooks(args.notebooks)]
-    progress = grid_progress(plan_grid(notebooks, args.preset), root)
+    planned = plan_grid(notebooks, args.preset)
+    progress = grid_progress(planned, root)
     print(f"runs of the {args.preset} preset in {root}")
     print(progress_summary(progress).to_string(index=False))
     unfinished = progress[progress["state"] != "finished"].drop_duplicates("run_id")
@@ -62,4 +91,23 @@ def status(args: argparse.Namespace, root: Path) -> int:
         planned = "" if run.steps is pd.NA else f"/{run.steps}"
         steps = f"{run.steps_logged}{planned} steps"
         print(f"  {run.state:8} {run.run_id}  {run.notebook}: {run.rows}  [{steps}]")
+    if args.runs_per_gpu is not None:
+        left = set(unfinished["run_id"])
+        print(packing_status([run for run in planned if run.run_id in left], args.runs_per_gpu))
     return 0
+
+
+def packing_status(planned, runs_per_gpu: int) -> str:
+    """The local executor's packing of the runs still to do (``study.grid.packing_lines``), or why it would be
+    refused, after ``packing with K runs per GPU:``."""
+    from countdown_study.runs.executor import ExecutorConfig
+    from countdown_study.study.grid import packing_lines
+
+    head = f"packing with {runs_per_gpu} runs per GPU:"
+    if not planned:
+        return f"{head} no run left to do"
+    try:
+        lines = packing_lines(planned, ExecutorConfig("local", runs_per_gpu=runs_per_gpu))
+    except ValueError as err:
+        return f"{head} refused here: {err}"
+    return "\n".join([head, *(f"  {line}" for line in lines)])

@@ -15,6 +15,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from countdown_study.cli.bounds import (
+    check_batch_memory,
+    check_count,
+    check_output_folder,
+    check_steps,
+    check_threads,
+    device_memory,
+    kv_bytes_per_token,
+)
+from countdown_study.paths import runs_dir
 from countdown_study.training.device import DEVICES
 
 if TYPE_CHECKING:
@@ -40,16 +50,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default="solver",
         help="which shipped policy: solver (embedded, the default) or search (embedded-search)",
     )
-    parser.add_argument("--root", type=Path, default=None, help="run store folder (default results/runs)")
-    parser.add_argument("--steps", type=int, help="optimizer steps")
-    parser.add_argument("--seed", type=int, help="run seed")
-    parser.add_argument("--threads", type=int, help="torch threads")
-    parser.add_argument("--batch-size", type=int, help="traces per step")
-    parser.add_argument("--lr", type=float, help="peak learning rate")
-    parser.add_argument("--multi-attempt-share", type=float, help="share of multi-attempt traces")
-    parser.add_argument("--checkpoint-every", type=int, help="steps between checkpoints")
+    parser.add_argument("--root", type=Path, default=None, help="run store folder (default: results/runs)")
+    parser.add_argument("--steps", type=int, help="optimizer steps (default: the recipe's)")
+    parser.add_argument("--seed", type=int, help="run seed (default: the recipe's)")
+    parser.add_argument("--threads", type=int, help="torch threads, at most the CPUs (default: the recipe's)")
+    parser.add_argument("--batch-size", type=int, help="traces per step (default: the recipe's)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (default: the recipe's)")
     parser.add_argument(
-        "--device", choices=DEVICES, help="where the model trains (default cpu; auto: cuda if present)"
+        "--multi-attempt-share", type=float, help="share of multi-attempt traces (default: the recipe's)"
+    )
+    parser.add_argument(
+        "--checkpoint-every", type=int, help="steps between checkpoints (default: the recipe's)"
+    )
+    parser.add_argument(
+        "--device", choices=DEVICES, help="where the model trains (default: cpu; auto: cuda if present)"
     )
     parser.add_argument(
         "--resume-from",
@@ -57,12 +71,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="PATH",
         help="another SFT run's checkpoint (last.pt or its run folder) to continue when this run has none; "
-        "only a schedule of another length, checkpointed before both decay starts",
+        "only a schedule of another length, checkpointed before both decay starts (default: none)",
     )
     parser.add_argument(
         "--ship", action="store_true", help="save the final model to the recipe's package checkpoint"
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar of a terminal")
 
 
 def config_from_args(args: argparse.Namespace) -> SFTConfig:
@@ -73,8 +87,39 @@ def config_from_args(args: argparse.Namespace) -> SFTConfig:
     return replace(RECIPES[args.recipe].config, **changes)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The checks that need no torch: sizes within their bounds, a writable store."""
+    check_steps("--steps", args.steps)
+    check_threads("--threads", args.threads)
+    check_count("--batch-size", args.batch_size)
+    check_count("--checkpoint-every", args.checkpoint_every)
+    check_output_folder("--root", args.root)
+
+
+def check_memory(config: SFTConfig) -> None:
+    """Refuse a batch of ``batch_size`` traces of the model's full length that cannot fit in memory."""
+    from countdown_study.training.device import resolve_device
+
+    model = config.model
+    check_batch_memory(
+        f"--batch-size {config.batch_size}",
+        config.batch_size,
+        model.max_positions,
+        kv_bytes_per_token(model.num_layers, model.hidden_size),
+        device_memory(resolve_device(config.device).type),
+    )
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The run store (where a full disk would show)."""
+    return [Path(args.root) if args.root else runs_dir()]
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study sft``."""
+    from countdown_study.cli import interactive, library_bars
+
+    check_args(args)
     from countdown_study.training.sft import (
         RECIPES,
         measure_quality,
@@ -85,7 +130,10 @@ def cli_main(args: argparse.Namespace) -> int:
     )
 
     recipe, config = RECIPES[args.recipe], config_from_args(args)
-    store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=not args.no_progress)
+    check_memory(config)
+    show = interactive() and not args.no_progress
+    library_bars(show)
+    store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=show)
     facts = store.load_results()
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "
           f"final loss {facts['final_loss']:.4f}")  # fmt: skip

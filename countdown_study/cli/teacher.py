@@ -12,18 +12,29 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from countdown_study.cli.bounds import (
+    check_batch_memory,
+    check_count,
+    check_output_folder,
+    check_steps,
+    check_threads,
+    host_memory,
+    kv_bytes_per_token,
+)
+from countdown_study.paths import runs_dir
+
 CONFIG_OPTIONS = ("steps", "seed", "threads", "batch_size", "lr")
 """``ProposerConfig`` fields the command line sets; an option left out keeps the config's default."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Options of ``countdown-study teacher``; parsing imports no torch."""
-    parser.add_argument("--root", type=Path, default=None, help="run store folder (default results/runs)")
-    parser.add_argument("--steps", type=int, help="optimizer steps")
-    parser.add_argument("--seed", type=int, help="run seed")
-    parser.add_argument("--threads", type=int, help="torch threads (default 1)")
-    parser.add_argument("--batch-size", type=int, help="examples per step")
-    parser.add_argument("--lr", type=float, help="peak learning rate")
+    parser.add_argument("--root", type=Path, default=None, help="run store folder (default: results/runs)")
+    parser.add_argument("--steps", type=int, help="optimizer steps (default: ProposerConfig's)")
+    parser.add_argument("--seed", type=int, help="run seed (default: ProposerConfig's)")
+    parser.add_argument("--threads", type=int, help="torch threads, at most the CPUs (default: 1)")
+    parser.add_argument("--batch-size", type=int, help="examples per step (default: ProposerConfig's)")
+    parser.add_argument("--lr", type=float, help="peak learning rate (default: ProposerConfig's)")
     parser.add_argument("--proposals", type=int, default=512, help="proposals per tier when measuring")
     parser.add_argument(
         "--ship", action="store_true", help="copy the proposer to the package's checkpoints/teacher, measured"
@@ -31,8 +42,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="print no step lines")
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The checks that need no torch: sizes within their bounds, a writable store."""
+    check_steps("--steps", args.steps)
+    check_threads("--threads", args.threads)
+    check_count("--batch-size", args.batch_size)
+    check_count("--proposals", args.proposals)
+    check_output_folder("--root", args.root)
+
+
+def output_folders(args: argparse.Namespace) -> list[Path]:
+    """The run store (where a full disk would show)."""
+    return [Path(args.root) if args.root else runs_dir()]
+
+
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study teacher``."""
+    check_args(args)
     from countdown_study.training.teacher_train import (
         ProposerConfig,
         measure_teacher,
@@ -43,6 +69,13 @@ def cli_main(args: argparse.Namespace) -> int:
 
     changes = {name: getattr(args, name) for name in CONFIG_OPTIONS if getattr(args, name) is not None}
     config = replace(ProposerConfig(), **changes)
+    check_batch_memory(  # the proposer trains on the host
+        f"--batch-size {config.batch_size}",
+        config.batch_size,
+        config.model.max_positions,
+        kv_bytes_per_token(config.model.num_layers, config.model.hidden_size),
+        host_memory(),
+    )
     store = train_proposer(config, root=args.root, progress=not args.no_progress)
     facts = store.load_results()
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "

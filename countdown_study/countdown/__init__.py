@@ -23,6 +23,7 @@ from countdown_study.countdown.difficulty import (
 from countdown_study.countdown.features import DV_COLUMNS, difficulty_vectors
 from countdown_study.countdown.generate import (
     GeneratorConfig,
+    generate_ood_target_tasks,
     generate_ood_tasks,
     generate_tasks,
     integer_solvable,
@@ -71,6 +72,7 @@ __all__ = [
     "dedupe",
     "difficulty_vectors",
     "format_prompt",
+    "generate_ood_target_tasks",
     "generate_ood_tasks",
     "generate_tasks",
     "grade",

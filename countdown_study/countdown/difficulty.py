@@ -1,7 +1,11 @@
-"""Difficulty labels of Countdown tasks: report 000's number count, report 004's tiers, report 001's levels.
+"""Difficulty labels of Countdown tasks: report 000's number count, report 004's tiers, and our
+solver-based partition into report 001's level names.
 
-Tiers and levels need report 003's solution count of the 4-number tasks (``solution_counts``, from the
-batched Difficulty Vector) unless the caller passes the counts.
+Report 001's own levels are nested (easy = the 3-number tasks, medium = the 4-number tasks, hard = every
+task: its counts 240,608 + 249,706 = 490,314); the study uses them by default
+(``samplers.sliding_window.level_pools``). ``level_labels`` is ours, a partition from solver structure,
+run as a variant. Tiers and our levels need report 003's solution count of the 4-number tasks
+(``solution_counts``, from the batched Difficulty Vector) unless the caller passes the counts.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from countdown_study.countdown.task import Task
 TIERS = ("T0", "T1", "T2", "T3", "OOD")
 """Report 004's tiers, made a partition by ``tier_labels``."""
 LEVELS = ("easy", "medium", "hard")
-"""Report 001's difficulty levels, as ``level_labels`` defines them."""
+"""Report 001's level names, easiest first. Its levels are nested (3-number tasks / 4-number tasks /
+every task; ``samplers.sliding_window.level_pools``, the study's default); ``level_labels`` assigns the
+same names by our solver-based partition, a variant."""
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,13 @@ def level_labels(
     counts: Sequence[int] | np.ndarray | None = None,
     rule: LevelRule = LevelRule(),
 ) -> np.ndarray:
-    """Report 001's easy / medium / hard, ours from solver structure: one of ``LEVELS`` per task.  # (N,)
+    """Our partition of tasks into report 001's level names, from solver structure (not report 001's
+    levels): one of ``LEVELS`` per task.  # (N,)
 
-    Report 001 does not give its rule (its bucket sizes, 240,608 / 249,706 / 490,314, read like
-    3 numbers / 4 numbers / everything). Ours is a partition:
+    Report 001 does not state its rule, but its bucket sizes (240,608 / 249,706 / 490,314) are the
+    3-number tasks, the 4-number tasks and every task: nested levels, the study's default
+    (``samplers.sliding_window.level_pools``). This partition is the variant row "Sliding window (solver
+    levels)":
 
     - easy: 3 or fewer numbers;
     - medium: 4 numbers with more than ``hard_max_solutions`` (4) solutions (report 003's count);

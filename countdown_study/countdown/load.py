@@ -17,14 +17,31 @@ from typing import Literal
 
 import numpy as np
 
-from countdown_study.countdown.generate import generate_ood_tasks, generate_tasks, solvable
+from countdown_study.countdown.generate import (
+    generate_ood_target_tasks,
+    generate_ood_tasks,
+    generate_tasks,
+    solvable,
+)
 from countdown_study.countdown.task import Task
 
 FIELDS = ("target", "nums")
 """The columns every source provides (the public data's names)."""
 FILE_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv")
 """Local file types ``load_tasks`` reads."""
-_SPEC = re.compile(r"(generated|ood):(\d+):(\d+)")
+MAX_TARGET = 1_000_000
+"""Largest target a source may hold: far above any Countdown data (targets up to 1,000) and small enough
+that every path of the package stays exact on int64 (tier labels, the vectorised solver, the features);
+a target of 1e30 is refused at load, naming its row, not an ``OverflowError`` later."""
+MAX_NUMBER = 1_000_000
+"""Largest given number a source may hold (the public data's go up to 99), for the same reason."""
+_SPEC = re.compile(r"(generated|ood|ood_targets):(\d+):(\d+)")
+_GENERATORS = {
+    "generated": generate_tasks,
+    "ood": generate_ood_tasks,
+    "ood_targets": generate_ood_target_tasks,
+}
+"""The generator behind each spec kind (``KIND:COUNT:SEED``)."""
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 _MISSING = object()
 
@@ -97,6 +114,8 @@ def _check_row(target: object, nums: object, allowed_counts: Sequence[int]) -> t
         return "target", f"{target!r} is not an integer"
     if value < 0:
         return "target", f"{value} is negative"
+    if value > MAX_TARGET:
+        return "target", f"{target!r} is above the largest allowed target {MAX_TARGET:,}"
     if nums is _MISSING or nums is None:
         return "nums", "missing"
     if not isinstance(nums, list | tuple | np.ndarray):
@@ -109,6 +128,11 @@ def _check_row(target: object, nums: object, allowed_counts: Sequence[int]) -> t
             return "nums", f"number {position} ({number!r}) is not an integer"
         if as_int <= 0:
             return "nums", f"number {position} ({as_int}) is not positive"
+        if as_int > MAX_NUMBER:
+            return (
+                "nums",
+                f"number {position} ({number!r}) is above the largest allowed number {MAX_NUMBER:,}",
+            )
     return None
 
 
@@ -283,9 +307,9 @@ def _read_file(path: Path, limit: int | None) -> _Rows:
 
 
 def limit_spec(source: str, limit: int) -> str:
-    """``source`` with at most ``limit`` tasks where it is a ``generated:COUNT:SEED`` or ``ood:COUNT:SEED``
-    spec (its count capped at ``limit``); any other source unchanged: ``limit_spec("ood:200:0", 100)`` is
-    ``"ood:100:0"``."""
+    """``source`` with at most ``limit`` tasks where it is a ``KIND:COUNT:SEED`` spec (``generated``,
+    ``ood``, ``ood_targets``; its count capped at ``limit``); any other source unchanged:
+    ``limit_spec("ood:200:0", 100)`` is ``"ood:100:0"``."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
     spec = _SPEC.fullmatch(str(source))
@@ -300,10 +324,12 @@ def _read_source(source: str | Path, split: str, limit: int | None, cache_dir: s
     spec = _SPEC.fullmatch(text)
     if spec:
         kind, count, seed = spec.group(1), int(spec.group(2)), int(spec.group(3))
-        make = generate_tasks if kind == "generated" else generate_ood_tasks
+        make = _GENERATORS[kind]
         return _read_tasks(make(count, seed), limit)
-    if text.startswith(("generated:", "ood:")):
-        raise ValueError(f"bad task spec {text!r}: expected generated:COUNT:SEED or ood:COUNT:SEED")
+    if text.startswith(tuple(f"{kind}:" for kind in _GENERATORS)):
+        raise ValueError(
+            f"bad task spec {text!r}: expected generated:COUNT:SEED, ood:COUNT:SEED or ood_targets:COUNT:SEED"
+        )
     path = Path(text).expanduser()
     suffix = path.suffix.lower()
     if path.is_file():
@@ -404,12 +430,13 @@ def load_tasks(
     files of ``split`` as ``load_dataset`` picks them, each read as a file below, rows in file order); a local
     ``.parquet``, ``.jsonl`` / ``.json`` (JSON lines or an array of objects) or ``.csv`` file (``nums``
     written as ``[1, 2, 3]`` or ``[1 2 3]``) with the columns ``target`` and ``nums``; the spec
-    ``generated:COUNT:SEED`` (``generate_tasks(COUNT, SEED)``) or ``ood:COUNT:SEED``
-    (``generate_ood_tasks``); or a list of Task. Only the first ``limit`` rows are read.
+    ``generated:COUNT:SEED`` (``generate_tasks(COUNT, SEED)``), ``ood:COUNT:SEED`` (``generate_ood_tasks``)
+    or ``ood_targets:COUNT:SEED`` (``generate_ood_target_tasks``); or a list of Task. Only the first
+    ``limit`` rows are read.
 
-    A row is valid when ``target`` is a non-negative integer and ``nums`` a list of positive integers
-    whose length is in ``allowed_counts`` (integral floats such as 12.0 count as integers; bools,
-    3.5 and text do not), and, with ``require_solvable``, some expression reaches the target
+    A row is valid when ``target`` is an integer in [0, ``MAX_TARGET``] and ``nums`` a list of integers
+    in [1, ``MAX_NUMBER``] whose length is in ``allowed_counts`` (integral floats such as 12.0 count as
+    integers; bools, 3.5 and text do not), and, with ``require_solvable``, some expression reaches the target
     (``solvable``). With ``on_invalid="raise"`` the first invalid row raises ``TaskRowError`` (a
     ValueError naming the source, row and field; structure is checked before solvability). With
     ``"drop"`` invalid rows are dropped and a warning says how many; ``load_tasks_with_report`` returns

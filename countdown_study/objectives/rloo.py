@@ -20,6 +20,10 @@ The loss of one batch of N = P * G sequences (flattened prompt-major, sample ``p
 * ``agg`` (``aggregation``): ``token_mean`` averages each sequence's tokens, then averages
   sequences (length-normalised; the default); ``token_sum`` sums each sequence's tokens, then averages
   sequences (the plain ``-(1/G) sum_i w_i A_i log pi(y_i|x)`` of METHODS.md, as TRL's RLOO does).
+  The reports write the sum (001 eq. 4, 003 Sec. 3.1); the study keeps the token mean and runs the sum
+  as an ablation row (``study.UNIFORM_SEQUENCE_SUM``). The sum multiplies a sequence's policy gradient
+  by its length, so it also weighs long rollouts more and lowers the relative weight of an auxiliary
+  loss on length-averaged log-probs (report 003's VCC).
 
 Gradient accumulation is the caller's: the loss is a mean over the N sequences it is given.
 """
@@ -48,7 +52,8 @@ class RLOOConfig:
     ratio_clip: float = 2.0
     """Upper bound C of the sequence importance ratio, w = min(pi/mu, C); must be >= 1."""
     aggregation: str = "token_mean"
-    """``token_mean`` (mean over each sequence's tokens, then over sequences) or ``token_sum``."""
+    """``token_mean`` (mean over each sequence's tokens, then over sequences; ours) or ``token_sum`` (the
+    sum over each sequence's tokens, the reports' ``log pi(y|x)``, then the mean over sequences)."""
 
     def __post_init__(self) -> None:
         if self.kl_estimator not in KL_ESTIMATORS:

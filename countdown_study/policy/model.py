@@ -30,6 +30,7 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from countdown_study.checksums import check_checksums
 from countdown_study.countdown.prompts import TAGS
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 
@@ -178,10 +179,13 @@ def load_policy(
     ``Qwen/Qwen2.5-0.5B``'s), checked as the policy is (``policy_source``) before anything loads.
     ``attention`` is transformers' ``attn_implementation`` of the model's forward (``eager``, ``sdpa``,
     ...; None: transformers' default). ``device``: where the model is moved after loading (None: where
-    transformers loads it, the host). The model is returned in eval mode.
+    transformers loads it, the host). The model is returned in eval mode. A local folder with a recorded
+    SHA-256 beside it (a run's ``checkpoints/final``, ``checksums``) is checked before it loads.
     """
     source = policy_source(name_or_path)
     tokenizer_source = policy_source(tokenizer, kind="tokenizer") if tokenizer else source
+    if isinstance(source, Path):
+        check_checksums(source, required=False)
     model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, attn_implementation=attention)
     if device is not None:
         model.to(device)

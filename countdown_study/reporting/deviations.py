@@ -36,6 +36,14 @@ _SHARED = (
      "five training seeds; the seed-aware comparison (study.compare) with a verdict and the minimum "
      "detectable effect", "a difference between training methods varies with the training seed",
      "study.compare"),
+    ("RLOO loss aggregation", "a sequence's log-probability, its token log-probs summed: "
+     "-(1/G) sum_i A_i log pi(y_i|x) (001 eq. 4, 003 Sec. 3.1), with the KL and entropy terms beside it",
+     "each sequence's token terms averaged over its tokens, then over sequences (policy term, KL and "
+     "entropy alike); the sum is the ablation row 'RLOO uniform (sequence-sum)' of notebook 02",
+     "a token mean keeps the update's scale independent of completion length, which the learning rate "
+     "and the gradient clip of 1.0 were set with; a sum weighs long rollouts more, multiplies the policy "
+     "gradient by about the completion length (~44 tokens) and so shrinks the relative weight of report "
+     "003's VCC term (c = 0.01 on length-averaged log-probs)", "RLOOConfig.aggregation"),
 )  # fmt: skip
 
 _ROWS = {
@@ -49,6 +57,22 @@ _ROWS = {
          "0.25 relative to 1 for learnable prompts", "the report gives no value", "ADAPTIVE_V2"),
         ("first observation of a prompt", "not stated", "sets the EMA to the observed group mean",
          "no pull towards an arbitrary prior", "prompt_ema_update"),
+        ("reward-adaptive v2 warm-up", "20 uniform steps of a 100-step run (20%)",
+         "the row 'Adaptive v2' keeps 20 steps, a third of the 60-step run; the report's 20% (12 of 60 "
+         "steps) is the row 'Adaptive v2 (20% warm-up)'", "the sampler's defaults are not part of a run's "
+         "id: a new default would have the committed v2 runs reused under a rule they were not trained "
+         "with", "RewardAdaptiveConfig.warmup_fraction, study.ADAPTIVE_V2_REPORT_WARMUP"),
+        ("fixed-bucket weighting after the unlock", "'buckets that appear less mastered receive higher "
+         "sampling weight' (no formula)", "p_b ~ (1 - s_b) + 0.1: a bucket at s = 0 gets at most 11 times "
+         "the weight of a mastered one; before the unlock the easy bucket has probability 1",
+         "the report gives no rule; the floor keeps a mastered bucket in the batches",
+         "FixedBucketConfig.weight_floor"),
+        ("fixed-bucket starting EMA", "not given", "0.0 for both buckets; a bucket absent from a batch "
+         "keeps its EMA", "the easy bucket earns the unlock from observed successes",
+         "FixedBucketConfig.initial_ema"),
+        ("fixed-bucket unlock", "the hard bucket 'becomes fully available once' s_easy >= 0.25",
+         "latched: once unlocked, the hard bucket stays available when s_easy falls back below 0.25",
+         "'once' reads as a one-time event", "FixedBucketSampler.observe (unlocked)"),
         ("KL and entropy", "0.001 each", "0.001 each in the full preset; 0 in the quick preset",
          "the quick preset is a smoke test of minutes", "StudyPreset.loss"),
     ),
@@ -82,10 +106,15 @@ _ROWS = {
     "003": (
         ("sweep controls", "a no-contrast control matched to each c", "one control per seed (c = 0) for every "
          "c", "without the contrast the runs of a seed do not depend on c", "study.VCC_SWEEP_CONTROL"),
-        ("checkpoint selection", "checkpoints every few steps, selected on train[:200]", "snapshots every 10 "
-         "steps and the last, on the first 200 pool tasks and the held-out tasks, 4 samples each; ties go to "
-         "the earliest step", "the report gives no interval or sample count; 4 samples keep a snapshot under "
-         "a minute", "study.SNAPSHOTS, training.specs.EvalSpec.snapshot_every, study.selection"),
+        ("checkpoint selection",
+         "checkpoints every few steps, trained on train[200:], selected on train[:200]",
+         "snapshots every 10 steps and the last, on the first 200 pool tasks (taken out of the pool the "
+         "run trains on, as their train[200:]) and the held-out tasks, 4 samples each; ties go to the "
+         "earliest step",
+         "the report gives no interval or sample count; 4 samples keep a snapshot under a minute. The "
+         "sweep's first runs trained on their validation tasks too; their run ids differ",
+         "study.SNAPSHOTS, training.specs.EvalSpec.snapshot_every, training.specs.split_validation, "
+         "study.selection"),
         ("starting policy", "their SFT checkpoint: 3.95 answer spans per rollout, first-verifying pass@1 "
          "0.3975 against final 0.3038", "embedded-search, the package's SFT on search-style traces that "
          "sometimes leave a correct answer", "the embedded policy writes 1.33 spans and abandons almost no "
@@ -98,18 +127,30 @@ _ROWS = {
         ("training rollouts", "whole rollouts up to 1024 tokens", "whole rollouts up to 224 new tokens "
          "(the other notebooks cut training rollouts at the first </answer>)",
          "abandonment needs text after an answer; 224 is the evaluation budget", "study.WHOLE_ROLLOUTS"),
-        ("adaptive and hybrid curricula", "named, not defined", "adaptive: a frontier over the easiest-first "
-         "ranking that widens by 10% when the training success EMA reaches 0.5 (dwell 3 steps); hybrid: "
-         "that frontier, never behind the staged schedule", "the report gives no rule; 0.5 is report 000's "
-         "middle of the learnable range, set before any run. A policy whose training success stays under it "
-         "never widens the frontier, and its hybrid is then the staged curriculum, seed for seed "
-         "(vcc_003_frontier_moves says whether that happened)",
-         "samplers.solution_count.SolutionCountAdaptiveConfig"),
+        ("adaptive and hybrid curricula",
+         "named in Table 1 (adaptive pass@1 0.4638; selected hybrid 0.5150, its best), not defined; the "
+         "text fixes only the easiest-first solution-count ranking from the easiest 30% to the whole pool",
+         "adaptive: a frontier over that ranking, from the easiest 30%, widening by 10% when the training "
+         "success EMA (0.8) has gained 0.04 since the frontier last moved (dwell 3 steps; rule "
+         "'progress'); hybrid: that frontier, never behind the staged schedule. The first rule, widen "
+         "when the EMA reaches 0.5, is the variant rows '... (success EMA 0.5)'",
+         "the report gives no rule. Under the 0.5 threshold the adaptive frontier never moved on our "
+         "policies (success EMA peaks 0.32 embedded, 0.44 search-style) and no hybrid run was ever ahead "
+         "of the staged schedule, so every hybrid run was the staged curriculum seed for seed and the "
+         "report's best pass@1 method went untested; a gain follows the policy's own improvement at any "
+         "level: on the committed runs' success traces it widens the frontier 2-6 times in 60 steps "
+         "(vcc_003_frontier_moves says whether it did)",
+         "samplers.solution_count.SolutionCountAdaptiveConfig (rule, gain), study.REPORT_003_THRESHOLD"),
         ("VCC pairs per prompt", "capped, cap not given", "2", "as many as our IPO pairs",
          "objectives.vcc.VCCConfig.max_pairs_per_prompt"),
         ("group size and batch", "G = 4, batch 8 x accumulation 4, lr 1e-6",
          "the study's preset (G = 8, 32 prompts, lr 1e-4)", "one preset for every report's rows",
          "study.STUDY_PRESETS"),
+        ("Table 1 checkpoints", "'Curriculum RLOO step90' (the staged run at step 90) and 'Selected Hybrid "
+         "Curriculum' (a selected checkpoint; how it was selected is not said)", "the final checkpoint of "
+         "every row (step 60 of 60), beside their numbers under our row names 'Staged curriculum' and "
+         "'Hybrid curriculum'", "every row is compared at one training length; step 90 lies past our "
+         "run, and selecting only the curricula's checkpoints would favour them", "reporting.references"),
         ("Table 2's RLOO baseline", "a run of its own (0.3063 rollout accuracy, against Table 1's 0.4963)",
          "one RLOO row for both tables", "the same config gives the same run", "study.REPORT_003"),
         ("tight sweep and its claim", "c in {0.005, ..., 0.015}, two seeds; the checkpoint validation "
@@ -135,14 +176,44 @@ _ROWS = {
          "the same, targets 10-300; the share accepted per tier is measured in every run (notebook 07's "
          "generator acceptance: most candidates fail as non-integer or out of range)",
          "the report gives no ranges or rates", "countdown.synthetic.RuleBasedConfig"),
-        ("teacher", "Qwen3-8B prompted with the tier spec", "the package's own proposer (the embedded "
-         "policy's weights trained on tier prompt -> pool task with its solution's merges), sampled at "
-         "temperature 0.7; acceptance per tier in checkpoints/teacher/teacher.json",
-         "no model hub here, and an 8B model cannot run on 2 CPU cores; their 0.5B teacher was useless",
-         "training.teacher_train.ProposerConfig, training.teacher.TeacherConfig"),
-        ("OOD set", "50 held-out 5-number prompts", "200 generated 5-number tasks (ood:200:0), never trained "
-         "on; a smaller preset evaluates no more of them than its held-out tasks (quick: 100)",
-         "50 prompts give intervals of about +-0.1", "study.OOD_SET"),
+        ("teacher",
+         "Qwen3-8B, an instructed 8B LM, prompted with the tier spec; it 'implicitly biases toward "
+         "number-target combinations that are arithmetically non-trivial'",
+         "the package's own proposer: a 3.4M-parameter copy of the embedded policy trained 1,200 steps to "
+         "write the training pool's own tasks of a tier (tier prompt -> task with its solution's merges), "
+         "sampled at temperature 0.7. It is an imitator of the pool, not an instructed LM: it follows the "
+         "tier prompt (counts and target ranges spelled out) only as far as the pool's tasks taught it, "
+         "rarely leaves the pool's targets (10..100; its 90% quantiles 45-108 where the T1 and T3 prompts "
+         "allow up to 300) and knows nothing of the student. Acceptance T0 0.62, T1 0.56, T2 0.35, T3 "
+         "0.25 (0.445 overall, under its 0.5 goal; rejected mostly as unsolvable, 18-49%, or of the wrong "
+         "tier); its accepted targets follow the pool's (median T0 30 vs 30, T1 65 vs 61, T3 56 vs 56) "
+         "where the rule-based generator's T3 median is 199",
+         "no model hub here, and an 8B model cannot run on 2 CPU cores; their 0.5B teacher was useless. "
+         "The router + teacher row therefore tests fresh pool-like tasks per tier, not an LM teacher's "
+         "judgement",
+         "training.teacher_train.ProposerConfig, training.teacher.TeacherConfig, "
+         "training.teacher_train.teacher_quality"),
+        ("OOD sets",
+         "50 held-out '5-number tasks and sparse variants' (the variants not described); Table 4 on the "
+         "5-number prompts",
+         "200 generated 5-number tasks (ood:200:0), and 200 tasks of 3 and 4 numbers with targets "
+         "101..200 (ood_targets:200:0, our reading of the sparse variants: the target axis past the "
+         "training range of 10..100, where derivations thin out), both never trained on; a smaller preset "
+         "evaluates no more of them than its held-out tasks",
+         "no row solves a 5-number task (the policy writes three or four numbers), so that set cannot "
+         "tell methods apart; the shipped policy solves 8 of the first 100 target tasks at pass@16. "
+         "Rule-based synthetic tasks reach targets up to 300: ood_targets is out of distribution for the "
+         "real-task rows only",
+         "study.OOD_SET, countdown.generate_ood_target_tasks"),
+        ("OOD nonzero pass@16",
+         "a prompt counts when one of 16 samples earns a nonzero score, partial credit for a 'parseable "
+         "but incorrect' answer included (82-90%, beside an exact pass@16 of 0%)",
+         "the same rule on our verifier: a nonzero reward, the 0.1 format score included; the "
+         "above-the-floor reading is the exact pass@16 of ood_targets",
+         "an exact solution cannot be their nonzero column, which reads 82-90% where exact reads 0%; our "
+         "policy writes a parseable answer in nearly every rollout, so the column reads 100% here: it "
+         "measures format, not transfer",
+         "study.OOD_SET"),
     ),
     "field": (
         ("dynamic sampling statistic", "DAPO: groups whose accuracy is all 0 or all 1 (verl's metric 'acc')",

@@ -217,10 +217,11 @@ def table_float(body: str, caption: str, label: str, size: str = r"\small") -> s
     return _float("table", size, rf"\caption{{{caption}}}", rf"\label{{{label}}}", body.rstrip("\n"))
 
 
-def figure_float(path: str, caption: str, label: str, height: float = 0.36) -> str:
-    """A figure float including the PDF at ``path`` (relative to the paper folder) with its caption, at most
-    the line's width and ``height`` of the text's height."""
-    include = rf"\includegraphics[width=\linewidth,height={height}\textheight,keepaspectratio]{{{path}}}"
+def figure_float(path: str, caption: str, label: str, height: float = 0.85) -> str:
+    """A figure float including the PDF at ``path`` (relative to the paper folder) with its caption: at its
+    own size, shrunk only to the line's width or ``height`` of the text's height (``adjustbox``'s
+    ``max width`` / ``max height``), so a figure drawn at the text's width prints its fonts at their size."""
+    include = rf"\includegraphics[max width=\linewidth,max height={height}\textheight]{{{path}}}"
     return _float("figure", include, rf"\caption{{{caption}}}", rf"\label{{{label}}}")
 
 

@@ -5,11 +5,17 @@ file has a ``<name>.meta.json`` beside it saying where it came from: notebook, p
 SHA with a dirty flag, package versions and time. In a Jupyter kernel (a notebook, also under
 papermill) ``save_figure`` also shows the figure in the notebook, as a PNG at ``DISPLAY_DPI``.
 
+Writing the same result again leaves every file byte-identical: figures carry no creation date or
+software stamp (``FIGURE_METADATA``), and a table or figure whose bytes and description are those already
+published keeps its earlier sidecar, git SHA and time included (``PROVENANCE_FIELDS``), so re-executing a
+notebook whose numbers did not change changes no committed file.
+
 Imports no torch (nor IPython: the notebook display is looked up only inside a running kernel).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -30,6 +36,14 @@ FILE_DPI = 150
 DISPLAY_DPI = 80
 """Resolution of the PNG shown in a notebook (keeps an executed notebook well under a megabyte)."""
 
+FIGURE_METADATA = {"png": {"Software": None}, "pdf": {"CreationDate": None}}
+"""``savefig`` metadata per format: no software stamp in a PNG, no creation date in a PDF, so that the same
+figure gives the same bytes."""
+
+PROVENANCE_FIELDS = ("git_sha", "git_dirty", "packages", "written")
+"""Sidecar fields saying when and from which code a file was written (``provenance_record``); the rest of a
+sidecar describes the file (notebook, preset, run ids, caption)."""
+
 TEXT_COLUMNS = ("report",)
 """Columns read back as text: report numbers such as ``000`` are names, not integers."""
 
@@ -48,14 +62,15 @@ def save_table(table: pd.DataFrame, name: str, meta: Mapping[str, Any] | None = 
                float_format: str = "%.4f") -> Path:  # fmt: skip
     """Write ``<name>.csv`` and ``<name>.md`` (and ``<name>.meta.json``) under the tables folder of
     ``meta["preset"]`` (``paths.tables_dir``: ``results/tables`` for the full preset), or ``folder``."""
-    folder = folder or _destination("tables", meta)
-    csv = folder / f"{name}.csv"
-    with atomic_path(csv) as tmp:
-        table.to_csv(tmp, index=False, float_format=float_format)
-    with atomic_path(folder / f"{name}.md") as tmp:
-        tmp.write_text(table.to_markdown(index=False, floatfmt=float_format.lstrip("%")) + "\n")
-    atomic_write_json(folder / f"{name}.meta.json", provenance_record(**(meta or {})))
-    return csv
+    target, published = (
+        (folder, folder) if folder else (_destination("tables", meta), _published("tables", meta))
+    )
+    files = {
+        ".csv": table.to_csv(index=False, float_format=float_format).encode(),
+        ".md": (table.to_markdown(index=False, floatfmt=float_format.lstrip("%")) + "\n").encode(),
+    }
+    write_result(target, name, files, provenance_record(**(meta or {})), published)
+    return target / f"{name}.csv"
 
 
 def save_figure(
@@ -73,16 +88,58 @@ def save_figure(
     also closed in pyplot, if pyplot tracks it, so the kernel does not show it a second time.
     Returns the PNG's path.
     """
-    folder = folder or _destination("figures", meta)
-    png = folder / f"{name}.png"
-    for suffix in (".png", ".pdf"):
-        with atomic_path(folder / f"{name}{suffix}") as tmp:
-            fig.savefig(tmp, format=suffix[1:], dpi=FILE_DPI, bbox_inches="tight")
-    record = provenance_record(**(meta or {}))
-    atomic_write_json(folder / f"{name}.meta.json", {**record, "caption": caption(fig)})
+    target, published = (
+        (folder, folder) if folder else (_destination("figures", meta), _published("figures", meta))
+    )
+    files = {f".{fmt}": figure_bytes(fig, fmt) for fmt in ("png", "pdf")}
+    record = {**provenance_record(**(meta or {})), "caption": caption(fig)}
+    write_result(target, name, files, record, published)
     if in_notebook() if show is None else show:
         show_figure(fig)
-    return png
+    return target / f"{name}.png"
+
+
+def figure_bytes(fig, fmt: str, dpi: int = FILE_DPI) -> bytes:
+    """``fig`` as a PNG or PDF file's bytes, the same bytes for the same figure (``FIGURE_METADATA``)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=fmt, dpi=dpi, bbox_inches="tight", metadata=FIGURE_METADATA[fmt])
+    return buffer.getvalue()
+
+
+def write_result(folder: Path, name: str, files: Mapping[str, bytes], record: Mapping[str, Any],
+                 published: Path | None = None) -> None:  # fmt: skip
+    """Write ``<name><suffix>`` for each of ``files`` and the sidecar ``<name>.meta.json`` into ``folder``.
+
+    The sidecar is ``record``, or the one already in ``published`` (the folder the files end up in, by
+    default ``folder``) when that holds the same bytes under the same names and a record equal to
+    ``record`` but for ``PROVENANCE_FIELDS``: an unchanged result keeps its provenance.
+    """
+    earlier = earlier_record(published or folder, name, files, record)
+    for suffix, content in files.items():
+        with atomic_path(folder / f"{name}{suffix}") as tmp:
+            tmp.write_bytes(content)
+    atomic_write_json(folder / f"{name}.meta.json", earlier or plain(dict(record)))
+
+
+def earlier_record(
+    folder: Path, name: str, files: Mapping[str, bytes], record: Mapping[str, Any]
+) -> dict | None:
+    """The sidecar of ``name`` in ``folder`` if its files hold exactly ``files`` and it describes them as
+    ``record`` does (all but ``PROVENANCE_FIELDS`` equal); otherwise None."""
+    try:
+        earlier = json.loads((folder / f"{name}.meta.json").read_text())
+        same_bytes = all(
+            (folder / f"{name}{suffix}").read_bytes() == content for suffix, content in files.items()
+        )
+    except (OSError, ValueError):  # missing, unreadable or not JSON: write a fresh record
+        return None
+    fresh = json.loads(json.dumps(plain(dict(record))))  # as it would read back from its sidecar
+    return earlier if same_bytes and _description(earlier) == _description(fresh) else None
+
+
+def _description(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A sidecar's fields but ``PROVENANCE_FIELDS``: what the file is, not when it was written."""
+    return {key: value for key, value in record.items() if key not in PROVENANCE_FIELDS}
 
 
 def caption(fig) -> str:
@@ -90,6 +147,18 @@ def caption(fig) -> str:
     title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
     panels = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     return title or "; ".join(dict.fromkeys(panels))
+
+
+def written_by(meta: Mapping[str, Any], kind: str) -> list[str]:
+    """Names of the ``kind`` (``tables`` or ``figures``) the notebook of ``meta`` has saved at its preset, from
+    the sidecars in the folder it writes to now (its staging folder under ``countdown-study run``)."""
+    folder = _destination(kind, meta)
+    names = []
+    for sidecar in sorted(folder.glob("*.meta.json")):
+        with contextlib.suppress(OSError, ValueError):  # a sidecar being replaced or torn: not listed
+            if json.loads(sidecar.read_text()).get("notebook") == meta.get("notebook"):
+                names.append(sidecar.name.removesuffix(".meta.json"))
+    return names
 
 
 def headline_contrasts(folder: Path, notebooks: list[str], metric: str = "pass@1") -> list[str]:
@@ -142,6 +211,11 @@ def _destination(kind: str, meta: Mapping[str, Any] | None) -> Path:
     return tables_dir(preset) if kind == "tables" else figures_dir(preset)
 
 
+def _published(kind: str, meta: Mapping[str, Any] | None) -> Path:
+    """The ``tables`` or ``figures`` folder of ``meta``'s preset, where a staged file ends up."""
+    return tables_dir(_preset(meta)) if kind == "tables" else figures_dir(_preset(meta))
+
+
 def _preset(meta: Mapping[str, Any] | None) -> str:
     """The study preset a result belongs to (``meta["preset"]``; the paper's when unnamed)."""
     return str((meta or {}).get("preset", PAPER_PRESET))
@@ -158,9 +232,7 @@ def show_figure(fig, dpi: int = DISPLAY_DPI) -> None:
     """Display ``fig`` in the running notebook as one PNG output, then close it in pyplot if tracked."""
     from IPython.display import Image, display
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-    display(Image(data=buffer.getvalue(), format="png"))
+    display(Image(data=figure_bytes(fig, "png", dpi), format="png"))
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
         pyplot.close(fig)

@@ -7,15 +7,20 @@ from here, written to ``paper/generated/`` by ``write_generated`` (``countdown-s
   (``generated/<section>.tex``), as ``reporting.paper_sections`` lays them out;
 * ``generated/macros.tex``: headline differences from the paired tables (``\\RlooVsSftPassOne`` and its
   interval, verdict and MDE), verdict counts, and provenance (git SHA, seeds, preset);
-* the deviations tables, the synthesis (verdicts per paired table) and the provenance table.
+* the deviations tables, the synthesis (verdicts per paired table) and the provenance table;
+* sentences that state a result (``reporting.paper_prose``), as macros the prose uses;
+* which notebooks have run: a label of a notebook that has not run is defined as "not run yet" for
+  ``\\resultref`` (``main.tex``), and ``\\ifnotebookrun`` keeps a paragraph that cites its numbers out.
 
-The LaTeX primitives are ``reporting.latex``. The builders here are pure; only ``load_results``,
-``write_generated`` and ``build_pdf`` touch files. Imports pandas, no torch.
+The results are read and checked by ``reporting.paper_inputs.load_results`` (a missing, truncated or
+malformed table is refused there, naming the file); the LaTeX primitives are ``reporting.latex``. The
+builders here are pure; only ``write_generated``, ``stage_sources`` and ``build_pdf`` touch files. A
+preset other than the full one builds in a folder of its own (``build_folder``) and never touches
+``build/main.pdf``. Imports pandas, no torch.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from countdown_study.reporting import paper_prose
 from countdown_study.reporting.latex import (
     MISSING,
     Column,
@@ -39,7 +45,7 @@ from countdown_study.reporting.latex import (
     table_float,
     tabular,
 )
-from countdown_study.reporting.outputs import read_table
+from countdown_study.reporting.paper_inputs import Results, load_results
 from countdown_study.reporting.paper_sections import (
     CLAIMS,
     PAIRED_TABLES,
@@ -47,7 +53,9 @@ from countdown_study.reporting.paper_sections import (
     VERDICT_COLUMNS,
     VERDICT_METRICS,
     deviation_files,
+    fitted_table,
     section_body,
+    section_labels,
 )
 
 LATEX_INSTALL = (
@@ -131,8 +139,12 @@ HEADLINES = (
 """The rows the prose cites; those after the first four under their ``paired_macro`` names, so that they
 are defined (``n/a``) before their notebook has run; every other paired row gets its ``paired_macro``."""
 
-CLAIM_VERDICTS = ("holds", "reversed", "inside noise")
-"""The verdicts a headline claim of ``synthesis_verdicts`` can carry, counted for the abstract."""
+CLAIM_VERDICTS = ("holds", "reversed", "borderline", "inside noise", "underpowered", "untestable", "same runs",
+                  "not tested")  # fmt: skip
+"""The verdict categories of the claim registry (``claims.csv``), counted for the abstract (``same runs as
+<claim>`` under ``same runs``)."""
+CLAIMS_TABLE = "claims"
+"""The table the headline counts come from: every claim of the reports (``study.claims``)."""
 
 
 def find_row(table: pd.DataFrame | None, contrast: str, metric: str) -> dict[str, object] | None:
@@ -159,19 +171,65 @@ def verdict_counts(paired: Mapping[str, pd.DataFrame]) -> dict[str, int]:
     return {v: int(counted.get(v, 0)) for v in KNOWN_VERDICTS}
 
 
-def claim_counts(verdicts: pd.DataFrame | None) -> dict[str, str]:
-    """``ClaimsTotal`` and ``Claims<Verdict>`` macros: how many of the reports' headline claims in the
-    synthesis verdict table carry each verdict; ``n/a`` for each before notebook 90 has written it."""
-    names = ["ClaimsTotal", *("Claims" + macro_name(v) for v in CLAIM_VERDICTS)]
-    if verdicts is None or "verdict" not in verdicts.columns:
+def claim_counts(claims: pd.DataFrame | None) -> dict[str, str]:
+    """``ClaimsTotal``, ``ClaimsTested`` and ``Claims<Category>`` macros: how many claims of the registry
+    (``claims.csv``) carry each verdict category; ``n/a`` for each before notebook 90 has written it."""
+    names = ["ClaimsTotal", "ClaimsTested", *("Claims" + macro_name(v) for v in CLAIM_VERDICTS)]
+    if claims is None or "verdict" not in claims.columns:
         return dict.fromkeys(names, r"\textit{n/a}")
-    counted = verdicts["verdict"].value_counts()
-    counts = [len(verdicts), *(int(counted.get(v, 0)) for v in CLAIM_VERDICTS)]
+    categories = claims["verdict"].astype(str).map(lambda v: "same runs" if v.startswith("same runs") else v)
+    counted = categories.value_counts()
+    tested = len(claims) - int(counted.get("not tested", 0))
+    counts = [len(claims), tested, *(int(counted.get(v, 0)) for v in CLAIM_VERDICTS)]
     return {name: str(n) for name, n in zip(names, counts, strict=True)}
 
 
-def macros(tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping]) -> str:
-    """``generated/macros.tex``: headline rows, every paired row, verdict counts and provenance."""
+def cited_rows() -> dict[str, list[tuple[str, str]]]:
+    """The paired rows the prose cites by name (``HEADLINES``), per table: a table without one of them is
+    refused (``paper_inputs.check_rows``) rather than printed as n/a."""
+    rows: dict[str, list[tuple[str, str]]] = {}
+    for h in HEADLINES:
+        rows.setdefault(h.table, []).append((h.contrast, h.metric))
+    return rows
+
+
+def prose_macros(tables: Mapping[str, pd.DataFrame], counts: Mapping[str, str]) -> dict[str, str]:
+    """The sentences that state a result (``reporting.paper_prose``), by macro name."""
+    baselines = tables.get("baselines_paired")
+
+    def row(contrast: str, metric: str) -> dict[str, object] | None:
+        return find_row(baselines, contrast, metric)
+
+    rloo_one, rloo_sixteen = row("RLOO uniform vs SFT", "pass@1"), row("RLOO uniform vs SFT", "pass@16")
+    replacement = row("RLOO uniform (with replacement) vs RLOO uniform", "pass@1")
+    return {
+        "AbstractBaselines": paper_prose.abstract_baselines(
+            rloo_one, rloo_sixteen, row("IPO vs SFT", "pass@1")
+        ),
+        "AbstractClaims": paper_prose.abstract_claims(tables.get(CLAIMS_TABLE), counts),
+        "IntroductionHeadline": paper_prose.introduction_headline(rloo_one, rloo_sixteen, replacement),
+        "VccAbandonment": paper_prose.abandonment(tables.get("vcc_003_abandonment")),
+    }
+
+
+def run_macros(not_run: Sequence[str]) -> list[str]:
+    """For ``\\ifnotebookrun{NN}`` and ``\\resultref``: a flag per notebook that has run, and every label of
+    a notebook that has not, defined as that notebook's number."""
+    lines = []
+    for section in SECTIONS:
+        if section.notebook in not_run:
+            lines += [rf"\expandafter\def\csname notrun@{label}\endcsname{{{section.notebook}}}"
+                      for label in section_labels(section)]  # fmt: skip
+        else:
+            lines.append(rf"\expandafter\def\csname notebook@run@{section.notebook}\endcsname{{}}")
+    return list(dict.fromkeys(lines))
+
+
+def macros(
+    tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping], not_run: Sequence[str] = ()
+) -> str:
+    """``generated/macros.tex``: headline rows, every paired row, verdict counts, the sentences that state
+    a result, which notebooks have run, and provenance."""
     paired = paired_tables(tables)
     lines = ["% Generated by countdown_study.reporting.paper from results/; do not edit."]
     for h in HEADLINES:
@@ -185,8 +243,11 @@ def macros(tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping]) -> 
                 lines += row_macros(base, row)
     for verdict, n in verdict_counts(paired).items():
         lines.append(newcommand("Verdicts" + macro_name(verdict), str(n)))
-    lines += [newcommand(k, v) for k, v in claim_counts(tables.get("synthesis_verdicts")).items()]
+    counts = claim_counts(tables.get(CLAIMS_TABLE))
+    lines += [newcommand(k, v) for k, v in counts.items()]
+    lines += [newcommand(k, v) for k, v in prose_macros(tables, counts).items()]
     lines.append(newcommand("PairedTablesPresent", str(len(paired))))
+    lines += run_macros(not_run)
     lines += [newcommand(k, v) for k, v in provenance(metas).items()]
     return "\n".join(lines) + "\n"
 
@@ -310,6 +371,7 @@ def synthesis_body(paired: Mapping[str, pd.DataFrame]) -> str:
     naming the notebooks whose paired tables are not in ``results/`` yet."""
     parts = []
     if paired:
+        parts.append(verdict_sentence(verdict_counts(paired)))
         counts = tabular(synthesis_table(paired), SYNTHESIS_COLUMNS)
         parts.append(
             table_float(
@@ -328,64 +390,66 @@ def synthesis_body(paired: Mapping[str, pd.DataFrame]) -> str:
         if len(decided):
             decided = decided.assign(notebook=decided["table"].map(PAIRED_TABLES).fillna(""))
             columns = (Column("notebook", "nb", "text"), *VERDICT_COLUMNS)
-            parts.append(
-                table_float(
-                    tabular(decided, present(decided, columns), group="table"),
-                    "The reports' claims that hold or are reversed here (nb: the notebook whose paired table "
-                    "holds the row). " + CLAIMS,
-                    "tab:decided",
-                )
+            caption = (
+                "The reports' claims that hold or are reversed here (nb: the notebook whose paired table holds "
+                "the row). " + CLAIMS
             )
+            parts.append(fitted_table(decided, present(decided, columns), caption, "tab:decided", "table"))
     waiting = [notebook for name, notebook in PAIRED_TABLES.items() if name not in paired]
     if waiting:
         parts.append(
-            f"Paired tables of notebooks {', '.join(sorted(set(waiting)))} are not in \\texttt{{results/}} yet."
+            f"Notebooks {', '.join(sorted(set(waiting)))} have not run yet for these results: their paired "
+            "tables are not counted here."
         )
-    return "\n".join(parts) + "\n"
+    return "\n\n".join(parts) + "\n"
+
+
+def verdict_sentence(counts: Mapping[str, int]) -> str:
+    """The synthesis' opening: how many comparisons at ``VERDICT_METRICS`` carry each verdict."""
+    return (
+        rf"Table~\ref{{tab:synthesis}} counts the verdicts of every paired table at "
+        rf"{' and '.join(VERDICT_METRICS)}: {counts['holds']} comparisons confirm a report's claim, "
+        rf"{counts['reversed']} reverse one and {counts['inside noise']} lie inside the noise; "
+        rf"{counts['a above b']} and {counts['a below b']} contrasts without a claim put the first method "
+        r"above or below the second. A verdict of \emph{inside noise} is not evidence of no effect: the MDE "
+        r"beside it says which effects the design would have detected."
+    )
 
 
 # ----------------------------------------------------------------------------------------------------
 # files
 
-
-def load_results(
-    tables_dir: Path, figures_dir: Path
-) -> tuple[dict[str, pd.DataFrame], dict[str, dict], dict[str, Path]]:
-    """Every CSV table (by stem), its ``.meta.json`` (where present) and every figure PDF (by stem)."""
-    tables = {p.stem: read_table(p) for p in sorted(tables_dir.glob("*.csv"))}
-    metas = {
-        p.name.removesuffix(".meta.json"): json.loads(p.read_text())
-        for p in sorted(tables_dir.glob("*.meta.json"))
-    }
-    figures = {p.stem: p for p in sorted(figures_dir.glob("*.pdf"))}
-    return tables, metas, figures
+SOURCES = ("main.tex", "references.bib", "sections")
+"""The paper's hand-written sources, copied into a preset's own build folder (``stage_sources``)."""
 
 
-def generated_files(
-    tables: Mapping[str, pd.DataFrame], metas: Mapping[str, Mapping], figures: Mapping[str, str]
-) -> dict[str, str]:
-    """Every generated file (path under ``paper/generated`` -> LaTeX) from the loaded results; ``figures``
-    maps a figure stem to its path as the paper folder sees it."""
-    files = {"macros.tex": macros(tables, metas)}
+def generated_files(results: Results, figures: Mapping[str, str]) -> dict[str, str]:
+    """Every generated file (path under ``generated/`` -> LaTeX) from the checked results; ``figures``
+    maps a figure stem to its path as the LaTeX run sees it."""
+    tables = results.tables
+    files = {"macros.tex": macros(tables, results.metas, sorted(results.not_run))}
     for section in SECTIONS:
         body, fragments = section_body(section, tables, figures)
         files[f"{section.key}.tex"] = body
         files |= {f"tables/{name}.tex": text for name, text in fragments.items()}
     files |= deviation_files(tables)
     files["synthesis.tex"] = synthesis_body(paired_tables(tables))
-    files["provenance.tex"] = provenance_body(metas)
+    files["provenance.tex"] = provenance_body(results.metas)
     return files
 
 
-def write_generated(paper_dir: Path, tables_dir: Path, figures_dir: Path) -> list[Path]:
-    """Write ``paper_dir/generated`` from the results (stale files removed first); the paths written."""
-    tables, metas, figures = load_results(tables_dir, figures_dir)
-    relative = {stem: Path(os.path.relpath(path, paper_dir)).as_posix() for stem, path in figures.items()}
+def write_generated(paper_dir: Path, tables_dir: Path, figures_dir: Path, executed_dir: Path) -> list[Path]:
+    """Check the results (``paper_inputs.ResultsError`` naming the first bad file, before anything is
+    written), then write ``paper_dir/generated`` from them (stale files removed first); the paths written."""
+    results = load_results(tables_dir, figures_dir, executed_dir, cited_rows())
+    relative = {
+        stem: Path(os.path.relpath(path, paper_dir)).as_posix() for stem, path in results.figures.items()
+    }
     out = paper_dir / "generated"
     if out.is_dir():
         shutil.rmtree(out)
     written = []
-    for name, text in generated_files(tables, metas, relative).items():
+    for name, text in generated_files(results, relative).items():
         path = out / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -393,18 +457,44 @@ def write_generated(paper_dir: Path, tables_dir: Path, figures_dir: Path) -> lis
     return written
 
 
-def build_pdf(paper_dir: Path, latexmk: str = "latexmk") -> subprocess.CompletedProcess:
-    """``latexmk -pdf`` of ``paper_dir/main.tex`` into ``paper_dir/build`` (stops at the first error)."""
+def build_folder(paper_dir: Path, preset: str, paper_preset: str) -> Path:
+    """Where a preset's paper is built: ``paper_dir`` itself for the paper's own preset (its PDF is
+    ``build/main.pdf``), ``paper_dir/build/<preset>`` for any other (``stage_sources``)."""
+    return paper_dir if preset == paper_preset else paper_dir / "build" / preset
+
+
+def stage_sources(paper_dir: Path, folder: Path) -> None:
+    """Copy the paper's hand-written ``SOURCES`` into ``folder`` (replacing older copies), so that a preset
+    builds there with its own ``generated/`` and PDF."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in SOURCES:
+        source, target = paper_dir / name, folder / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        if source.is_dir():
+            shutil.copytree(source, target)
+        elif source.is_file():
+            shutil.copy2(source, target)
+
+
+def pdf_path(folder: Path, staged: bool) -> Path:
+    """The PDF ``build_pdf`` writes for ``folder``: ``build/main.pdf``, or ``main.pdf`` in a staged folder."""
+    return folder / "main.pdf" if staged else folder / "build" / "main.pdf"
+
+
+def build_pdf(folder: Path, staged: bool = False, latexmk: str = "latexmk") -> subprocess.CompletedProcess:
+    """``latexmk -pdf`` of ``folder/main.tex`` (bibliography included) into ``pdf_path`` (stops at the
+    first error)."""
     command = [
         latexmk,
         "-pdf",
         "-interaction=nonstopmode",
         "-halt-on-error",
         "-file-line-error",
-        "-outdir=build",
+        f"-outdir={'.' if staged else 'build'}",
         "main.tex",
     ]
-    return subprocess.run(command, cwd=paper_dir, capture_output=True, text=True)
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True)
 
 
 def undefined_references(log: str) -> list[str]:

@@ -7,17 +7,19 @@ loaded CSVs into LaTeX (``reporting.latex``) and touch no file. Imports pandas, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from countdown_study.reporting.deviations import deviations
 from countdown_study.reporting.latex import (
+    MISSING,
     Column,
     code,
     escape,
     figure_float,
+    is_missing,
     long_table,
     present,
     table_float,
@@ -64,7 +66,10 @@ class TableSpec:
     metrics: tuple[str, ...] | None = None
     """Keep only rows whose ``metric`` is one of these (paired tables)."""
     long: bool = False
-    """Written as a ``latex.long_table`` that breaks across pages, not a float (a table longer than a page)."""
+    """Written as a ``latex.long_table`` that breaks across pages, not a float, whatever its length (a table
+    of more than ``LONG_TABLE_ROWS`` rows always is)."""
+    optional: tuple[str, ...] = ()
+    """CSV columns an older table may lack (its table shows the rest); every other column shown is required."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,9 @@ class FigureSpec:
     """Figure stem in ``results/figures`` (the PDF is included)."""
     caption: str
     """Caption (LaTeX)."""
-    height: float = 0.36
-    """Its largest height, as a fraction of the text's height (a figure of many rows needs more)."""
+    height: float = 0.85
+    """Its largest height, as a fraction of the text's height: a figure drawn at the text's width
+    (``plots.TEXT_WIDTH``) prints at its own size below it, and only a taller one is shrunk."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,12 @@ def _side_by_side(name: str, metrics: tuple[str, ...], caption: str) -> TableSpe
     return TableSpec(name, (MODEL_COLUMN, METHOD_COLUMN, *metric_columns(*metrics)), caption, group="model")
 
 
+VERDICT_OPTIONAL = ("mde", "n_seeds", "verdict")
+"""Columns a paired table written before the seed-aware comparison lacks."""
+
+
 def _verdicts(name: str, caption: str, metrics: tuple[str, ...] = VERDICT_METRICS) -> TableSpec:
-    return TableSpec(name, VERDICT_COLUMNS, caption, metrics=metrics)
+    return TableSpec(name, VERDICT_COLUMNS, caption, metrics=metrics, optional=VERDICT_OPTIONAL)
 
 
 _SUMMARY = (
@@ -330,7 +340,10 @@ _REPORT_003 = Section(
     ),
     (
         FigureSpec(
-            "vcc_003_final_vs_first", "pass@k of the final answer and of the first verifying answer.", 0.6
+            "vcc_003_final_vs_first",
+            "The final answer against the first verifying one. Left: pass@k of each (solid and dashed) for "
+            "the rows whose two curves differ by 0.02 or more; right: the pass@1 the first verifying answer "
+            "would add, for every row.",
         ),
         FigureSpec(
             "vcc_003_training",
@@ -410,10 +423,50 @@ _SYNTHESIS = Section(
                 Column("our_diff", "ours", "signed"),
                 Column("ci", "95% interval", "interval"),
                 Column("mde", "MDE", "number"),
-                Column("verdict", "verdict", "text", width="0.08"),
+                Column("verdict", "verdict", "text"),
             ),
             "Every headline claim of the five reports: their difference on their model, ours on ours with its "
             "seed-aware interval and minimum detectable effect, and the verdict.",
+            group="report",
+            long=True,
+        ),
+        TableSpec(
+            "interval_coverage",
+            (
+                Column("metric", "metric", "text"),
+                Column("n_seeds", "seeds", "count"),
+                Column("n_studies", "studies", "count"),
+                Column("coverage", "coverage"),
+                Column("coverage_se", "MC s.e."),
+                Column("power_at_mde", "power at MDE", digits=2),
+                Column("mean_mde", "mean MDE"),
+                Column("seed_t_coverage", "seed t coverage"),
+            ),
+            "The default interval on simulated studies shaped like ours (per-task rates of uniform RLOO with "
+            "its floors and ceilings, 16 samples per task, shared tasks, per-run shifts fitted to the runs): "
+            "the share of null studies whose 95\\% interval holds zero, its Monte Carlo standard error, the "
+            "share that detect a true difference the size of the mean MDE, and the seed-paired t-interval's "
+            "coverage beside it.",
+        ),
+        TableSpec(
+            "claims",
+            (
+                Column("claim_id", "claim", "code", width="X"),
+                Column("metric", "metric", "text"),
+                Column("report_a", "theirs a"),
+                Column("report_b", "b"),
+                Column("ours_a", "ours a"),
+                Column("ours_b", "b"),
+                Column("ci", "95% interval", "interval"),
+                Column("mde", "MDE"),
+                Column("seeds_needed", "seeds", "count"),
+                Column("verdict", "verdict", "text", width="0.16"),
+            ),
+            "The claim registry: every quantitative claim of the five reports (\\texttt{study/claims\\_registry.csv}), "
+            "the report's numbers on its model (Qwen2.5-0.5B SFT, one run), ours on ours (five training "
+            "seeds), the interval of our difference, the MDE, the training seeds at which the MDE would reach "
+            "the report's own difference, and the verdict; claims not tested give their reason in "
+            "\\texttt{results/tables/claims.csv}.",
             group="report",
             long=True,
         ),
@@ -449,16 +502,24 @@ _SYNTHESIS = Section(
         ),
     ),
     (
-        FigureSpec("synthesis_forest", "Every row against the uniform RLOO row of its starting policy.", 0.8),
-        FigureSpec("synthesis_tradeoff", "Each row's pass@1 difference against its pass@16 difference."),
+        FigureSpec(
+            "synthesis_forest",
+            "Every row against the uniform RLOO row of its starting policy, with seed-aware 95\\% intervals.",
+        ),
+        FigureSpec(
+            "synthesis_tradeoff",
+            "Sharpening against coverage: each row's pass@1 and pass@16 differences from its uniform RLOO row "
+            "with seed-aware 95\\% intervals, grouped by the direction of the two point estimates.",
+        ),
         FigureSpec(
             "synthesis_cross_curricula",
             "The curricula against each other at pass@1 (row minus column); a dot marks a pair whose "
             "seed-aware interval is clear of zero.",
-            0.6,
         ),
         FigureSpec(
-            "synthesis_budget", "What each row generated against what it gained, beside uniform RLOO."
+            "synthesis_budget",
+            "What each row generated (completion tokens per run relative to its uniform RLOO row) and what it "
+            "gained (its pass@1 difference from that row, with the seed-aware 95\\% interval).",
         ),
     ),
 )
@@ -473,10 +534,14 @@ PAIRED_TABLES = {t.name: s.notebook for s in SECTIONS for t in s.tables if t.met
 # ----------------------------------------------------------------------------------------------------
 # section bodies
 
+LONG_TABLE_ROWS = 18
+"""A table of more rows is a ``latex.long_table`` that breaks across pages: as a float it could run past
+the page's foot (two-line rows make 18 rows about half a page)."""
+
 
 def missing_sentence(notebook: str) -> str:
-    """The sentence a section shows while its notebook's results are not in ``results/``."""
-    return rf"Results of notebook {notebook} are not in \texttt{{results/}} yet."
+    """The sentence a section shows while its notebook has not run for these results."""
+    return rf"Notebook {notebook} has not run yet for these results: its tables and figures are not here."
 
 
 def source_note(notebook: str, name: str) -> str:
@@ -484,40 +549,47 @@ def source_note(notebook: str, name: str) -> str:
     return rf"Source: notebook {notebook}, {texttt(name)}."
 
 
+def fitted_table(
+    table: pd.DataFrame,
+    columns: Sequence[Column],
+    caption: str,
+    label: str,
+    group: str | None = None,
+    long: bool = False,
+) -> str:
+    """``table`` as a float, or as a ``long_table`` that breaks across pages when ``long`` or when it has
+    more than ``LONG_TABLE_ROWS`` rows."""
+    if long or len(table) > LONG_TABLE_ROWS:
+        return long_table(table, columns, caption, label, group=group)
+    return table_float(tabular(table, columns, group=group), caption, label)
+
+
 def table_fragment(spec: TableSpec, table: pd.DataFrame, notebook: str) -> str:
-    """The table float of ``spec`` from its CSV ``table``."""
+    """The table of ``spec`` from its CSV ``table`` (``fitted_table``)."""
     if spec.metrics is not None and "metric" in table:
         table = table[table["metric"].isin(spec.metrics)]
     columns, caption = present(table, spec.columns), f"{spec.caption} {source_note(notebook, spec.name)}"
-    if spec.long:
-        return long_table(table, columns, caption, f"tab:{spec.name}", group=spec.group)
-    return table_float(tabular(table, columns, group=spec.group), caption, f"tab:{spec.name}")
+    return fitted_table(table, columns, caption, f"tab:{spec.name}", spec.group, spec.long)
+
+
+def section_labels(section: Section) -> list[str]:
+    """The labels of a section's tables and figures (``tab:<name>``, ``fig:<name>``)."""
+    return [f"tab:{t.name}" for t in section.tables] + [f"fig:{f.name}" for f in section.figures]
 
 
 def section_body(
     section: Section, tables: Mapping[str, pd.DataFrame], figures: Mapping[str, str]
 ) -> tuple[str, dict[str, str]]:
     """The body of ``section`` (``\\input`` of its table fragments, its figures) and the fragments by table
-    name; the ``missing_sentence`` alone while none of its tables is in ``results/``; a sentence lists
-    the tables and figures still missing beside present ones."""
+    name; the ``missing_sentence`` alone while none of its tables is in ``tables`` (its notebook has not
+    run: ``paper_inputs.load_results`` gives all of a notebook's tables or none)."""
     if not any(t.name in tables for t in section.tables):
         return missing_sentence(section.notebook) + "\n", {}
-    fragments = {
-        t.name: table_fragment(t, tables[t.name], section.notebook)
-        for t in section.tables
-        if t.name in tables
-    }
+    fragments = {t.name: table_fragment(t, tables[t.name], section.notebook) for t in section.tables}
     parts = [rf"\input{{generated/tables/{name}}}" for name in fragments]
     for fig in section.figures:
-        if fig.name in figures:
-            caption = f"{fig.caption} {source_note(section.notebook, fig.name)}"
-            parts.append(figure_float(figures[fig.name], caption, f"fig:{fig.name}", fig.height))
-    absent = [t.name for t in section.tables if t.name not in tables] + [
-        f.name for f in section.figures if f.name not in figures
-    ]
-    if absent:
-        names = ", ".join(texttt(n) for n in absent)
-        parts.append(rf"Not in \texttt{{results/}} yet from notebook {section.notebook}: {names}.")
+        caption = f"{fig.caption} {source_note(section.notebook, fig.name)}"
+        parts.append(figure_float(figures[fig.name], caption, f"fig:{fig.name}", fig.height))
     return "\n".join(parts) + "\n", fragments
 
 
@@ -533,6 +605,10 @@ DEVIATION_TABLES = {
     "field": "field_deviations",
 }
 """The deviations table each notebook saves, per ``reporting.deviations`` key."""
+DEVIATION_NOTEBOOKS = {"000": "03", "001": "04", "002": "05", "003": "06", "004": "07", "field": "08"}
+"""The notebook that saves each deviations table."""
+DEVIATION_COLUMNS = ("what", "report's value", "ours", "why", "where set")
+"""The columns of a deviations table the paper shows (``reporting.deviations.COLUMNS``)."""
 
 _DEVIATION_COLUMNS = (
     Column("what", "what", "text", width="0.15"),
@@ -542,15 +618,18 @@ _DEVIATION_COLUMNS = (
 )
 
 
+def ours_cell(ours: object, where: object) -> str:
+    """A deviations row's choice with the configuration field that sets it below, small; a dash for a
+    missing choice, nothing below it for a missing field."""
+    text = MISSING if is_missing(ours) else escape(ours)
+    return text if is_missing(where) else f"{text}\\newline{{\\scriptsize {code(where)}}}"
+
+
 def deviation_fragment(rows: pd.DataFrame, caption: str, label: str) -> str:
     """A deviations table (``reporting.deviations.COLUMNS``): what, the report's value, ours with the field
-    that sets it, why."""
-    ours = [
-        f"{escape(o)}\\newline{{\\scriptsize {code(w)}}}"
-        for o, w in zip(rows["ours"], rows["where set"], strict=True)
-    ]
-    body = tabular(rows.assign(ours=ours), _DEVIATION_COLUMNS)
-    return table_float(body, caption, label, size=r"\footnotesize")
+    that sets it, why; a ``long_table`` that breaks across pages."""
+    ours = [ours_cell(o, w) for o, w in zip(rows["ours"], rows["where set"], strict=True)]
+    return long_table(rows.assign(ours=ours), _DEVIATION_COLUMNS, caption, label, size=r"\footnotesize")
 
 
 def deviation_rows(report: str, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

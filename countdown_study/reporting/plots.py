@@ -3,6 +3,10 @@
 Each function takes a table from ``countdown_study.study`` (or a step log) and returns a matplotlib
 ``Figure``; notebooks save (and show) them with ``outputs.save_figure``.
 
+Every figure is drawn at most ``TEXT_WIDTH`` wide, the paper's text width, so that the paper includes it
+at its own size and its 7-9 pt text prints at 7-9 pt: a grid of panels wraps into rows rather than
+growing wider.
+
 Figures are built with ``matplotlib.figure.Figure``, not ``pyplot``: importing this module neither
 picks a backend nor changes global style, a figure is never left open in pyplot's registry (so a
 Jupyter kernel does not show it a second time), and any headless process can draw them. The look
@@ -25,9 +29,27 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 STYLE = ("seaborn-v0_8", "seaborn-v0_8-whitegrid", "seaborn-v0_8-paper", "seaborn-v0_8-colorblind")
-"""Matplotlib styles every figure here is drawn in (the last sets a colour-blind-safe colour cycle)."""
+"""Matplotlib styles every figure here is drawn in (fonts and grid; colours come from ``PALETTE``)."""
+
+TEXT_WIDTH = 6.5
+"""The paper's text width in inches (``paper/main.tex``: letter paper, 2.4 cm margins): no figure is
+drawn wider, so none is shrunk to fit the page."""
+
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B",
+           "#6A3D9A", "#999933")  # fmt: skip
+"""Ten colours no two alike and none faint on white (Okabe-Ito's without its yellow, then black, brown,
+purple and olive): one per method while a study has at most ten."""
+
+PALETTE_MORE = ("#117733", "#AA4499", "#332288", "#882255", "#44AA99", "#CC6677", "#661100", "#6699CC",
+                "#888888", "#A6761D")  # fmt: skip
+"""Ten more, none faint (from Paul Tol's muted scheme, then grey and ochre), for a study of up to twenty
+methods: each keeps one colour in every figure of the study."""
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+"""One marker per line where lines of several methods cross (``pass_at_k_panels``)."""
 
 _F = TypeVar("_F", bound=Callable[..., Figure])
 
@@ -55,7 +77,7 @@ def pass_at_k_figure(
     """
     colours = colours_for(curves, methods)
     many = len(colours) > LEGEND_INSIDE
-    fig = Figure(figsize=(7.5 if many else 5.5, 3.6), layout="constrained")
+    fig = Figure(figsize=(TEXT_WIDTH if many else 5.5, 3.6), layout="constrained")
     ax = fig.subplots()
     for method, group in curves.groupby("method", sort=False):
         _curve_with_band(ax, group, method, colours[method], markersize=3)
@@ -73,10 +95,16 @@ LEGEND_INSIDE = 6
 """The most curves ``pass_at_k_figure`` lists in a legend inside its axes; more go beside them."""
 
 
-def _curve_with_band(ax, group: pd.DataFrame, label: str, colour: str, markersize: float) -> None:
-    """One method's pass@k against k with its Wilson 95% band (``study.pass_at_k_curves`` rows)."""
-    ax.plot(group["k"], group["pass@k"], marker="o", markersize=markersize, label=label, color=colour)
-    ax.fill_between(group["k"], group["ci_low"], group["ci_high"], alpha=0.15, color=colour)
+def _curve_with_band(
+    ax, group: pd.DataFrame, label: str, colour: str, markersize: float, marker: str = "o", band: float = 0.15
+) -> None:
+    """One method's pass@k against k with its Wilson 95% band (``study.pass_at_k_curves`` rows, ``band``
+    its opacity); markers at the powers of two only, where k's log axis spaces them evenly."""
+    ks = group["k"].to_numpy()
+    every = [i for i, k in enumerate(ks) if k >= 1 and int(k) & (int(k) - 1) == 0]
+    ax.plot(ks, group["pass@k"], marker=marker, markersize=markersize, label=label, color=colour,
+            markevery=every)  # fmt: skip
+    ax.fill_between(ks, group["ci_low"], group["ci_high"], alpha=band, color=colour)
 
 
 def _pass_at_k_axes(ax) -> None:
@@ -84,6 +112,21 @@ def _pass_at_k_axes(ax) -> None:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("k (samples per task)")
     ax.set_ylim(0, 1)
+
+
+PANEL_LINES = 4
+"""The most methods ``pass_at_k_panels`` draws in one panel; a longer list is split over several panels."""
+
+
+def split_panels(panels: Mapping[str, Sequence[str]], most: int = PANEL_LINES) -> dict[str, list[str]]:
+    """``panels`` with every list of more than ``most`` methods split into parts of at most ``most``,
+    titled ``<title> (1 of 2)`` and so on."""
+    split = {}
+    for title, names in panels.items():
+        parts = [list(names[i : i + most]) for i in range(0, len(names), most)] or [[]]
+        for i, part in enumerate(parts, start=1):
+            split[title if len(parts) == 1 else f"{title} ({i} of {len(parts)})"] = part
+    return split
 
 
 @_styled
@@ -94,38 +137,50 @@ def pass_at_k_panels(
     reported: pd.DataFrame | None = None,
 ) -> Figure:
     """pass@k of chosen methods, one panel per named subset (``panels``: title -> methods; report 002's
-    Figures 3-5), each with its Wilson band; a method keeps its colour in every panel (``colours_for``
-    with ``methods``). ``reported`` (``references.reported`` rows: ``method``, ``metric`` ``pass@k``,
-    ``value``, ``model``) adds the report's own points for the same methods as open markers on a dotted
-    line, so their model's numbers sit beside ours, labelled in the legend."""
-    shown = [m for names in panels.values() for m in names]
-    colours = colours_for(curves[curves["method"].isin(shown)], methods)
+    Figures 3-5; one of more than ``PANEL_LINES`` methods split, ``split_panels``), each with its Wilson
+    band and its own legend below it naming what it draws; three panels to a row, else two.
+
+    The methods shown get colours and markers of their own (``colours_for`` of the shown methods in the
+    order of ``methods``: up to ten distinct colours), kept in every panel. ``reported``
+    (``references.reported`` rows: ``method``, ``metric`` ``pass@k``, ``value``, ``model``) adds the
+    report's own points for the same methods as open markers of the same shape on a dotted line, so their
+    model's numbers sit beside ours; a figure legend says which is which."""
+    panels = split_panels(panels)
+    shown = list(dict.fromkeys(m for names in panels.values() for m in names))
+    order = [m for m in (methods or ()) if m in shown] + shown
+    colours = colours_for(curves[curves["method"].isin(shown)], order)
+    markers = {m: MARKERS[i % len(MARKERS)] for i, m in enumerate(colours)}
     if reported is not None:
         reported = reported[reported["metric"].str.match(r"pass@\d+$")]
-    fig = Figure(figsize=(4.0 * len(panels), 3.6), layout="constrained")
-    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
-    for ax, (title, names) in zip(axes, panels.items(), strict=True):
+    columns = len(panels) if len(panels) <= 3 else 2
+    fig, grid = _panel_grid(len(panels), columns, TEXT_WIDTH / columns, 2.4, extra=0.9 * len(panels) // columns + 0.3,
+                            sharey=True)  # fmt: skip
+    for ax, (title, names) in zip(grid.flat, panels.items(), strict=False):
         for method in names:
             group = curves[curves["method"] == method]
             if group.empty:
                 continue
-            _curve_with_band(ax, group, method, colours[method], markersize=2)
+            _curve_with_band(ax, group, method, colours[method], markersize=3.5, marker=markers[method],
+                             band=0.25 / max(1, len(names)))  # fmt: skip
             if reported is not None:
                 theirs = reported[reported["method"] == method]
                 ks = theirs["metric"].str.slice(5).astype(int).to_numpy()
-                order = np.argsort(ks)
-                ax.plot(ks[order], theirs["value"].to_numpy()[order], linestyle=":",
-                        marker="o", markersize=4, markerfacecolor="none", color=colours[method])  # fmt: skip
+                rank = np.argsort(ks)
+                ax.plot(ks[rank], theirs["value"].to_numpy()[rank], linestyle=":", marker=markers[method],
+                        markersize=4.5, markerfacecolor="none", color=colours[method])  # fmt: skip
         _pass_at_k_axes(ax)
+        ax.set_xlabel("k")
         ax.set_title(title, fontsize=8)
-        ax.legend(fontsize=6, loc="lower right")
-    axes[0].set_ylabel("pass@k")
+        handles = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+        ax.legend(handles=handles, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=1)
+    for row in grid:
+        row[0].set_ylabel("pass@k")
     if reported is not None and len(reported):
         model = str(reported["model"].iloc[0])
-        styles = [Line2D([], [], color="0.3", marker="o", markersize=2, label="this study (95% band)"),
+        styles = [Line2D([], [], color="0.3", marker="o", markersize=3, label="this study (95% band)"),
                   Line2D([], [], color="0.3", linestyle=":", marker="o", markerfacecolor="none",
                          label=f"report: {model}")]  # fmt: skip
-        fig.legend(handles=styles, loc="outside lower center", ncols=2, fontsize=7)
+        fig.legend(handles=styles, loc="outside upper center", ncols=2, fontsize=7)
     return fig
 
 
@@ -138,12 +193,12 @@ def phase_profile_figure(
     title: str | None = None,
 ) -> Figure:
     """One panel per metric against training phase (``x``, in the table's order of first appearance),
-    one line per ``hue`` (this study and the report: report 002's Figure 6 from ``edge_profile``)."""
+    one line per ``hue`` (this study and the report: report 002's Figure 6 from ``edge_profile``); two
+    panels to a row."""
     order = list(dict.fromkeys(table[x]))
     colours = method_colours(list(dict.fromkeys(table[hue])))
-    fig = Figure(figsize=(3.0 * len(metrics), 3.0), layout="constrained")
-    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
-    for ax, metric in zip(axes, metrics, strict=True):
+    fig, grid = _panel_grid(len(metrics), 2, 3.25, 2.3, extra=0.5)
+    for ax, metric in zip(grid.flat, metrics, strict=False):
         for name, group in table.groupby(hue, sort=False):
             values = group.set_index(x)[metric].reindex(order)
             ax.plot(range(len(order)), values.to_numpy(dtype=float), marker="o", color=colours[name])
@@ -151,7 +206,7 @@ def phase_profile_figure(
         ax.set_xlabel("training phase")
         ax.set_title(label(metric), fontsize=8)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=10)
     _legend(fig, colours)
     return fig
 
@@ -200,7 +255,7 @@ def outcome_shares_figure(
     outcomes = [first, *rest] if first in outcomes else rest
     colours = label_colours(outcomes)
     panels = list(dict.fromkeys(table[panel]))
-    fig = Figure(figsize=(3.6 * max(1, len(panels)), 3.4), layout="constrained")
+    fig = Figure(figsize=(min(TEXT_WIDTH, 3.6 * max(1, len(panels))), 3.4), layout="constrained")
     axes = fig.subplots(1, max(1, len(panels)), squeeze=False, sharey=True)
     for ax, name in zip(axes[0], panels, strict=False):
         rows = table[table[panel] == name].set_index(group)
@@ -272,7 +327,7 @@ LABELS = {
 name without ``sampler_``, spaces for ``_``)."""
 DIAGNOSTIC_LABELS = {
     "tv": "total variation from {}",
-    "js": "Jensen-Shannon divergence from {}",
+    "js": "JS divergence from {}",
     "rho": "Spearman of the weights with {}",
     "overlap": "batch overlap with a draw from {}",
 }
@@ -325,11 +380,11 @@ def label(column: str) -> str:
 
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
-    """One colour per method, no two alike, the same in every panel of a figure: the style's colour cycle
-    in order, or ``tab20``'s colours where there are more methods than the cycle holds (up to 20)."""
-    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    if len(methods) <= len(cycle):
-        return {method: cycle[i] for i, method in enumerate(methods)}
+    """One colour per method, no two alike, the same in every panel of a figure: ``PALETTE`` in order, then
+    ``PALETTE_MORE`` (up to 20 methods), else ``tab20``'s colours, repeating."""
+    colours = PALETTE + PALETTE_MORE
+    if len(methods) <= len(colours):
+        return {method: colours[i] for i, method in enumerate(methods)}
     tab20 = matplotlib.colormaps["tab20"]
     return {method: matplotlib.colors.to_hex(tab20(i % 20)) for i, method in enumerate(methods)}
 
@@ -371,18 +426,35 @@ def _legend(fig: Figure, colours: dict[str, str], title: str | None = None, patc
     else:
         handles = [Line2D([], [], color=colour, label=str(name)) for name, colour in colours.items()]
     fig.legend(
-        handles=handles, loc="outside lower center", ncols=min(len(handles), 5), fontsize=7, title=title,
-        title_fontsize=7,
+        handles=handles, loc="outside lower center", ncols=legend_columns([str(n) for n in colours]),
+        fontsize=7, title=title, title_fontsize=7,
     )  # fmt: skip
+
+
+def title_columns(titles: Sequence[str], width: float = TEXT_WIDTH) -> int:
+    """How many panels fit side by side in ``width`` inches with their 8 pt titles on one line (about
+    0.05 in per character, plus 0.2 in of the axis beside each that a title may run over)."""
+    longest = max((len(t) for t in titles), default=0)
+    return max(1, int(width // (0.05 * longest + 0.2)))
+
+
+def legend_columns(names: Sequence[str], width: float = TEXT_WIDTH, most: int = 5) -> int:
+    """How many legend entries of ``names`` fit side by side in ``width`` inches at 7 pt (an entry: its
+    handle, about 0.45 in, and 0.06 in per character of the longest name), at most ``most``."""
+    entry = 0.45 + 0.06 * max((len(n) for n in names), default=0)
+    return max(1, min(len(names), most, int(width // entry)))
 
 
 def _panel_grid(
     n: int, columns: int, width: float, height: float, extra: float = 0.0, **subplot_kw
 ) -> tuple[Figure, np.ndarray]:
     """A figure of ``n`` panels, ``columns`` to a row at most, each ``width`` x ``height`` inches (plus
-    ``extra`` inches of height for a legend); the grid's unused panels hidden."""
+    ``extra`` inches of height for a legend), narrowed to ``TEXT_WIDTH`` in all (a narrowed panel keeps at
+    least 70% of its height); the grid's unused panels hidden."""
     cols = max(1, min(columns, n))
     rows = max(1, (n + cols - 1) // cols)
+    scale = min(1.0, TEXT_WIDTH / (width * cols))
+    width, height = width * scale, height * max(scale, 0.7)
     fig = Figure(figsize=(width * cols, height * rows + extra), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, **subplot_kw)
     for ax in list(axes.flat)[n:]:
@@ -401,21 +473,34 @@ def training_curves(
 ) -> Figure:
     """Step-log metrics over training per method (rolling mean over ``smooth`` steps, seeds averaged).
 
-    One colour per method across every panel (``colours_for`` of ``methods``, the study's method order)
-    and one legend; panel titles name what is plotted (``labels``, else ``label``: the step log's
-    rewards are the training batches', not the held-out evaluation's).
+    One colour per method across every panel (``colours_for`` of ``methods``, the study's method order).
+    The legend names only what is drawn: one below the panels when every panel draws the same methods,
+    else one in each panel naming its own (a sampler's statistics exist for that sampler's rows only).
+    Panel titles name what is plotted (``labels``, else ``label``: the step log's rewards are the training
+    batches', not the held-out evaluation's).
     """
+    titles = [(labels or {}).get(metric) or label(metric) for metric in metrics]
+    columns = min(columns, title_columns(titles))
     fig, axes = _panel_grid(len(metrics), columns, 4.2, 3.0, extra=0.6)
     colours = colours_for(steps, methods)
+    drawn = []  # the methods of each panel, in colour order
     for ax, metric in zip(axes.flat, metrics, strict=False):
+        panel = []
         for method, group in steps.groupby("method", sort=False):
             if metric not in group or group[metric].isna().all():
                 continue
             curve = group.groupby("step")[metric].mean().rolling(smooth, min_periods=1).mean()
             ax.plot(curve.index, curve.to_numpy(), color=colours[method])
+            panel.append(method)
+        drawn.append([m for m in colours if m in panel])
         ax.set_xlabel("training step")
-        ax.set_title((labels or {}).get(metric) or label(metric), fontsize=9)
-    _legend(fig, colours)
+        ax.set_title(titles[len(drawn) - 1], fontsize=8)
+    if all(d == drawn[0] for d in drawn):
+        _legend(fig, {m: colours[m] for m in drawn[0]})
+    else:
+        for ax, names in zip(axes.flat, drawn, strict=False):
+            handles = [Line2D([], [], color=colours[m], label=m) for m in names]
+            ax.legend(handles=handles, fontsize=6, loc="best", framealpha=0.85)
     return fig
 
 
@@ -432,7 +517,7 @@ def controller_figure(
     ``training_curves``'."""
     level, window = f"{prefix}level", f"{prefix}window_mean"
     controlled = steps[steps[level].notna()] if level in steps else steps.iloc[:0]
-    fig = Figure(figsize=(9.0, 3.4), layout="constrained")
+    fig = Figure(figsize=(TEXT_WIDTH, 3.0), layout="constrained")
     level_ax, window_ax = fig.subplots(1, 2)
     colours = colours_for(controlled, methods)
     for method, group in controlled.groupby("method", sort=False):
@@ -444,12 +529,12 @@ def controller_figure(
                 by_step[window].mean().index, by_step[window].mean().to_numpy(), color=colours[method]
             )
     level_ax.set_yticks(range(len(LEVEL_NAMES)), LEVEL_NAMES)
-    level_ax.set_title("level of each training batch", fontsize=9)
+    level_ax.set_title("level of each training batch", fontsize=8)
     for value, name in ((low, "tau_low"), (high, "tau_high")):
         window_ax.axhline(value, color="0.3", linestyle="--", linewidth=0.8)
         window_ax.annotate(f"{name} {value:.2f}", (0, value), xycoords=("axes fraction", "data"), fontsize=7,
                            xytext=(2, 2), textcoords="offset points")  # fmt: skip
-    window_ax.set_title("recent pass rate of training batches (window mean)", fontsize=9)
+    window_ax.set_title("recent pass rate of training batches (window mean)", fontsize=7.5)
     for ax in (level_ax, window_ax):
         ax.set_xlabel("training step")
     _legend(fig, colours)
@@ -506,7 +591,9 @@ def histogram_grid(
     Each panel shares its bin edges across the ``hue`` groups and draws each group as a translucent
     filled histogram with an outline in its colour (counts, not normalised); groups keep one colour and
     their reader's order (``ordered_labels``) in every panel, with one legend titled ``hue``'s label.
-    Panels are titled with their column's label (``label``), the figure with ``title`` when given.
+    A column of whole numbers gets whole-number ticks, and one bar per value when it takes at most
+    ``bins`` values (``histogram_edges``). Panels are titled with their column's label (``label``), the
+    figure with ``title`` when given.
     """
     fig, axes = _panel_grid(len(columns), 3, 4.0, 2.8, extra=0.5 if hue else 0.0)
     if hue is None:
@@ -517,7 +604,9 @@ def histogram_grid(
     colours = method_colours([key for key, _ in groups])
     for ax, column in zip(axes.flat, columns, strict=False):
         values = pd.to_numeric(table[column], errors="coerce").dropna().to_numpy(dtype=float)
-        edges = np.histogram_bin_edges(values, bins=bins) if len(values) else np.linspace(0, 1, bins + 1)
+        edges = histogram_edges(values, bins)
+        if is_whole(values):
+            whole_number_ticks(ax, values)
         for key, group in groups:
             data = pd.to_numeric(group[column], errors="coerce").dropna().to_numpy(dtype=float)
             ax.hist(data, bins=edges, histtype="stepfilled", alpha=0.35, color=colours[key])
@@ -529,6 +618,31 @@ def histogram_grid(
     if title:
         fig.suptitle(title)
     return fig
+
+
+def is_whole(values: np.ndarray) -> bool:
+    """Whether every value is a whole number (a count, a depth, a flag)."""
+    return bool(len(values)) and bool(np.all(np.isfinite(values)) and np.all(values == np.round(values)))
+
+
+def whole_number_ticks(ax, values: np.ndarray, most: int = 8) -> None:
+    """x ticks at whole numbers only: at every value when they span at most ``most``, else at most six."""
+    low, high = int(values.min()), int(values.max())
+    if high - low + 1 <= most:
+        ax.set_xticks(range(low, high + 1))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+
+
+def histogram_edges(values: np.ndarray, bins: int) -> np.ndarray:
+    """Bin edges for ``values``: one bin centred on each whole number when they are whole and span at most
+    ``bins`` values, else ``bins`` equal bins over their range (0 to 1 when there are none)."""
+    if not len(values):
+        return np.linspace(0, 1, bins + 1)
+    low, high = float(values.min()), float(values.max())
+    if is_whole(values) and high - low + 1 <= bins:
+        return np.arange(low - 0.5, high + 1.0, 1.0)
+    return np.histogram_bin_edges(values, bins=bins)
 
 
 @_styled
@@ -566,7 +680,8 @@ def arm_state_figure(
                               if c.startswith(p) and steps[c].notna().any()))  # fmt: skip
     names = {arm: arm.replace("_", ":", 1) for arm in arms}
     colours = label_colours(list(names.values()))
-    fig = Figure(figsize=(3.4 * max(1, len(methods)), 2.4 * len(quantities) + 0.6), layout="constrained")
+    width = min(TEXT_WIDTH, 3.4 * max(1, len(methods)))
+    fig = Figure(figsize=(width, 2.2 * len(quantities) + 0.7), layout="constrained")
     axes = fig.subplots(len(quantities), max(1, len(methods)), squeeze=False, sharex=True, sharey="row")
     for col, method in enumerate(methods):
         group = steps[steps["method"] == method].groupby("step").mean(numeric_only=True)
@@ -577,7 +692,7 @@ def arm_state_figure(
                 if column in group and group[column].notna().any():
                     ax.plot(group.index, group[column], color=colours[names[arm]], linewidth=1.2)
             if row == 0:
-                ax.set_title(method, fontsize=8)
+                ax.set_title(method, fontsize=7.5)
             if col == 0:
                 ax.set_ylabel(axis_label)
             if row == len(quantities) - 1:
@@ -600,12 +715,12 @@ def cost_figure(
     methods = list(cost["method"])
     kinds = [groups.get(m, "other") if groups else m for m in methods]
     colours = method_colours(list(dict.fromkeys(kinds)))
-    fig = Figure(figsize=(10.0, 0.28 * len(cost) + 2.4), layout="constrained")
+    fig = Figure(figsize=(TEXT_WIDTH, 0.2 * len(cost) + 2.2), layout="constrained")
     bars, points = fig.subplots(1, 2, width_ratios=(1, 1.3))
     ys = np.arange(len(cost))[::-1]  # the first method on top
     bars.barh(ys, cost["rollouts_per_step"], color=[colours[k] for k in kinds], alpha=0.8)
     bars.set_yticks(ys, [f"{m}  ({i})" for i, m in enumerate(methods, start=1)], fontsize=7)
-    bars.set_xlabel("rollouts generated per optimizer step")
+    bars.set_xlabel("rollouts per optimizer step")
     for number, (row, kind) in enumerate(zip(cost.itertuples(index=False), kinds, strict=True), start=1):
         x, y = row.tokens_per_run / 1e6, row.gain
         points.errorbar(
@@ -614,7 +729,7 @@ def cost_figure(
         )  # fmt: skip
         points.annotate(str(number), (x, y), xytext=(3, 2), textcoords="offset points", fontsize=6)
     points.axhline(0, color="grey", linewidth=0.8)
-    points.set_xlabel("completion tokens generated per run (millions)")
+    points.set_xlabel("completion tokens per run (millions)")
     points.set_ylabel("pass@1 gain over the starting policy")
     fig.suptitle(title, fontsize=10)
     if groups:
@@ -627,25 +742,53 @@ def _sd(row, name: str) -> float:
     return 0.0 if value is None or not np.isfinite(value) else float(value)
 
 
+ANSWER_GAP = 0.02
+"""The smallest gap between the first verifying answer's pass@k and the final answer's (at some k) for
+which ``answer_curves_figure`` draws a method's two curves."""
+
+
+def answer_gaps(final: pd.DataFrame, first: pd.DataFrame) -> pd.DataFrame:
+    """Per method and k: the first verifying answer's pass@k minus the final answer's (``pass_at_k_curves``
+    rows of each), in the methods' order of appearance."""
+    keys = ["method", "k"]
+    both = final[[*keys, "pass@k"]].merge(first[[*keys, "pass@k"]], on=keys, suffixes=("_final", "_first"))
+    return both.assign(gap=both["pass@k_first"] - both["pass@k_final"])[[*keys, "gap"]]
+
+
 @_styled
-def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, columns: int = 4) -> Figure:
-    """Report 003's Figure 6: per method, pass@k of the final answer (solid) and of the first verifying
-    answer (dashed), from ``study.pass_at_k_curves`` of each; the gap is what abandoning answers loses."""
+def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, min_gap: float = ANSWER_GAP) -> Figure:
+    """Report 003's Figure 6, condensed to what differs: left, pass@k of the final answer (solid) and of the
+    first verifying answer (dashed) for the methods whose two curves differ by at least ``min_gap`` at some
+    k (the largest gap's method when none does); right, that gap at k = 1 for every method, so the rows
+    whose curves coincide are one bar each rather than a panel each. The gap is what abandoning a
+    verifying answer for a later wrong one costs."""
+    gaps = answer_gaps(final, first)
     methods = list(dict.fromkeys(final["method"]))
-    fig, axes = _panel_grid(len(methods), columns, 3.0, 2.6, extra=0.5, sharey=True)
-    for ax, method in zip(axes.flat, methods, strict=False):
+    widest = gaps.groupby("method", sort=False)["gap"].max().reindex(methods)
+    shown = [m for m in methods if widest[m] >= min_gap] or [widest.idxmax()]
+    colours = method_colours(shown)
+    fig = Figure(figsize=(TEXT_WIDTH, max(3.0, 0.17 * len(methods) + 1.3)), layout="constrained")
+    curves_ax, gap_ax = fig.subplots(1, 2, width_ratios=(1, 1.1))
+    for method in shown:
         for curves, style in ((final, "-"), (first, "--")):
             curve = curves[curves["method"] == method]
-            ax.plot(curve["k"], curve["pass@k"], style, color="C0", marker="o", markersize=2)
-        ax.set_xscale("log", base=2)
-        ax.set_ylim(0, 1)
-        ax.set_title(method, fontsize=8)
-        ax.set_xlabel("k")
-    axes[0, 0].set_ylabel("pass@k")
-    handles = [Line2D([], [], color="C0", linestyle=s, label=t) for s, t in (("-", "final answer"),
-               ("--", "first verifying answer"))]  # fmt: skip
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7)
-    fig.suptitle(
-        "pass@k of the final answer and of the first verifying answer, one panel per method", fontsize=10
-    )
+            curves_ax.plot(
+                curve["k"], curve["pass@k"], style, color=colours[method], marker="o", markersize=2.5
+            )
+    _pass_at_k_axes(curves_ax)
+    curves_ax.set_xlabel("k")
+    curves_ax.set_ylabel("pass@k")
+    curves_ax.set_title(f"rows whose curves differ by {min_gap:g} or more", fontsize=8)
+    handles = [Line2D([], [], color=colours[m], label=m) for m in shown]
+    handles += [Line2D([], [], color="0.3", linestyle=s, label=t) for s, t in (("-", "final answer"),
+                ("--", "first verifying answer"))]  # fmt: skip
+    curves_ax.legend(handles=handles, fontsize=6.5, loc="lower right")
+    at_one = gaps[gaps["k"] == gaps["k"].min()].set_index("method")["gap"].reindex(methods)
+    ys = np.arange(len(methods))[::-1]  # the first method on top
+    gap_ax.barh(ys, at_one.to_numpy(), color=[colours.get(m, "0.6") for m in methods], height=0.6)
+    gap_ax.set_yticks(ys, methods, fontsize=6.5)
+    gap_ax.axvline(0, color="0.3", linewidth=0.8)
+    gap_ax.set_xlabel("first verifying minus final, pass@1")
+    gap_ax.set_title("every row: pass@1 lost to abandoned answers", fontsize=8)
+    fig.suptitle("pass@k of the final answer and of the first verifying answer", fontsize=10)
     return fig

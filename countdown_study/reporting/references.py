@@ -45,7 +45,9 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
         ("Split batch 70/30", (57.88, 71.90, 74.00)),
     ) for k, v in zip((1, 8, 16), vals, strict=True)],
     # report 003, Table 1 (avg pass@k, pass@1 / 2 / 4 / 8 / 16) and Table 2 (rollout accuracy, mean reward,
-    # pass@16); their "Curriculum RLOO step90" is our staged row, "Selected Hybrid" our hybrid row
+    # pass@16); their "Curriculum RLOO step90" (step 90) is our staged row and their "Selected Hybrid" (a
+    # selected checkpoint) our hybrid row, both at our final checkpoint (deviations("003"), "Table 1
+    # checkpoints")
     *[("003", m, metric, v, "Table 1") for m, vals in (
         ("RLOO uniform", (0.6756, 0.4963, 0.5935, 0.6542, 0.6956, 0.7200)),
         ("IPO", (0.6831, 0.3750, 0.5350, 0.6524, 0.7178, 0.7600)),
@@ -78,6 +80,8 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
 )  # fmt: skip
 
 
+_NAN = float("nan")
+
 _TABLES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[tuple, ...]]] = {
     # report 002, Table 4: paired bootstrap on its 50 problems, single runs ("edge" is fsc_027, the dynamic
     # edge; "kernel" the uncorrected DV kernel; percent -> fraction)
@@ -88,6 +92,52 @@ _TABLES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[tuple, ...]]] = {
         ("Dynamic edge", "DV kernel", "pass@16", 0.040, -0.040, 0.080),
         ("Static-once feature_failure", "DV kernel", "pass@16", 0.080, 0.000, 0.140),
         ("Static-once feature_failure", "Dynamic edge", "pass@1", -0.052, -0.104, -0.002),
+    )),
+    # report 002, Table 2: the controlled comparison, dynamic minus static-once edge (no interval given)
+    ("002", "Table 2"): (("a", "b", "metric", "diff", "ci_low", "ci_high"), (
+        ("Dynamic edge", "Static-once edge", "pass@1", 0.0750, _NAN, _NAN),
+        ("Dynamic edge", "Static-once edge", "pass@8", 0.0528, _NAN, _NAN),
+        ("Dynamic edge", "Static-once edge", "pass@16", 0.0700, _NAN, _NAN),
+    )),
+    # report 002, Table 8 (App. C): per-seed pass@k of its four two-seed configurations, mean and s.d.;
+    # "Static-once edge (basic)" is fsc_022, an edge score other than fsc_028's (our "Static-once edge")
+    ("002", "Table 8"): (("method", "seed", "pass@1", "pass@8", "pass@16"), tuple(
+        (method, seed, *(v / 100 for v in values)) for method, rows in (
+            ("RLOO uniform (with replacement)", (("r001", (54.38, 68.72, 72.00)), ("r002", (48.25, 69.82, 72.00)),
+                                                 ("mean", (51.31, 69.27, 72.00)), ("s.d.", (4.33, 0.78, 0.00)))),
+            ("Static-once edge (basic)", (("r001", (49.50, 71.10, 72.00)), ("r002", (47.88, 66.79, 68.00)),
+                                          ("mean", (48.69, 68.95, 70.00)), ("s.d.", (1.15, 3.05, 2.83)))),
+            ("Dynamic edge", (("r001", (56.75, 72.76, 74.00)), ("r002", (57.00, 72.53, 76.00)),
+                              ("mean", (56.88, 72.65, 75.00)), ("s.d.", (0.18, 0.16, 1.41)))),
+            ("Static-once feature_failure", (("r001", (51.75, 75.19, 80.00)), ("r002", (53.37, 72.03, 76.00)),
+                                             ("mean", (52.56, 73.61, 78.00)), ("s.d.", (1.15, 2.23, 2.83)))),
+        ) for seed, values in rows
+    )),
+    # report 002, Section 5.2: Spearman rho of DV fields with the failure rate, as ranges across its
+    # dynamic, static-once and kernel runs (num_count given as ~0.5)
+    ("002", "Sec. 5.2 Spearman"): (("field", "rho_low", "rho_high"), (
+        ("num_count", 0.5, 0.5), ("shortest_operand_count", 0.22, 0.31), ("all_numbers_required", -0.28, -0.25),
+        ("nps_log1p", -0.27, -0.22), ("shortest_expression_depth", 0.16, 0.22),
+    )),
+    # report 002, Section 5.2: the strongest pairwise interactions, failure-rate spread ("nps_*": our
+    # nps_log1p; the second given as ~0.77)
+    ("002", "Sec. 5.2 interactions"): (("field_a", "field_b", "spread_low", "spread_high"), (
+        ("nps_log1p", "shortest_operand_count", 0.80, 0.82), ("nps_log1p", "shortest_expression_depth", 0.77, 0.77),
+    )),
+    # report 002, Section 5.2: the 4-number part of the training diet, uncorrected kernel (fsc_032) against
+    # edge: all-numbers-required 4-operand share, shortest_expression_depth >= 3 share
+    ("002", "Sec. 5.2 kernel diet"): (("policy", "all_numbers_four_operands", "depth_3_or_more"), (
+        ("DV kernel", 0.78, 0.18), ("Dynamic edge", 0.73, 0.28),
+    )),
+    # report 002, Section 5.2: the edge reweighting of fsc_027's step-0 probe (128 rows), 5,000 resamples
+    ("002", "Sec. 5.2 signal"): (("weights", "uniform", "weighted", "gain", "ci_low", "ci_high",
+                                  "prob_positive", "n"), (
+        ("Dynamic edge", 0.084, 0.143, 0.69, 0.54, 0.89, 1.0, 128),
+    )),
+    # report 002, Sections 4 and 5.2: the dynamic edge's distribution "stays essentially uniform" (one value
+    # per run, beside our mean over the run)
+    ("002", "Sec. 5.2 diagnostics"): (("method", "sampler_ess_frac_mean", "sampler_entropy_mean"), (
+        ("Dynamic edge", 0.995, 1.00),
     )),
     # report 002, Table 5: failure rate per bin over fsc_027's observed rows (mean +- half-width; their 0/1 of
     # all_numbers_required as the booleans our difficulty vectors hold)

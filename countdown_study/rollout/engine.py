@@ -7,8 +7,11 @@ read the weights at every call; the ``vllm`` kind starts one vLLM instance when 
 pushes the current weights to it before every call.
 
 A call may pass another ``SamplingConfig`` (evaluation samples at another temperature / top-p / top-k
-than training) as long as it names the same engine kind (and, for ``vllm``, the same dtype, which the
-running instance was started with).
+than training). A config the engine runs itself (same kind; for ``vllm`` also the same dtype, which its
+instance was started with) is sampled by it; any other goes to an engine made for that config's kind
+(and vLLM dtype) on first use and kept, so a run builds one engine per kind (and vLLM dtype) its configs
+name, each once (``Engine.engine_for``): a run that trains natively and evaluates with vLLM starts vLLM
+once, not per evaluation batch.
 """
 
 from __future__ import annotations
@@ -31,11 +34,18 @@ _SAMPLERS: dict[str, Callable] = {"native": _sample_native, "hf": _sample_hf}
 """The in-process engines: (model, stopper, prompt_ids, group_size, config, seed, pad_id) -> raw draws."""
 
 
+def engine_key(sampling: SamplingConfig) -> tuple[str, str | None]:
+    """What decides which engine runs ``sampling``: its kind, and for ``vllm`` its dtype (one vLLM instance
+    runs in the dtype it was started with; the in-process engines cast per call)."""
+    return sampling.engine, sampling.dtype if sampling.engine == "vllm" else None
+
+
 class Engine:
     """Draws rollouts from ``model``'s current weights with one engine kind, for a whole run.
 
     ``vllm_runner`` (``vllm`` kind only) reuses an already started ``VllmRunner``; without one, the
-    ``vllm`` kind starts its own here.
+    ``vllm`` kind starts its own here. Configs of another kind (or vLLM dtype) go to engines made for them
+    on first use and kept (``engine_for``).
     """
 
     def __init__(
@@ -47,6 +57,7 @@ class Engine:
         self.tokenizer = tokenizer
         self.sampling = sampling
         self.vllm_runner: VllmRunner | None = None
+        self._others: dict[tuple[str, str | None], Engine] = {}  # engine_key -> the engine made for it
         if sampling.engine == "native":
             _check_native_support(model.config)
         elif sampling.engine == "vllm":
@@ -61,33 +72,37 @@ class Engine:
         return f"Engine(kind={self.kind!r}, sampling={self.sampling!r})"
 
     def config_for(self, sampling: SamplingConfig | None = None) -> SamplingConfig:
-        """The config a call runs with: the engine's own for None, else ``sampling`` if this engine can run it."""
+        """The config a call runs with: the engine's own for None, else ``sampling``."""
         if sampling is None:
             return self.sampling
         if not isinstance(sampling, SamplingConfig):
             raise TypeError(f"sampling must be a SamplingConfig or None, got {type(sampling).__name__}")
-        if sampling.engine != self.kind:
-            raise ValueError(
-                f"this Engine is a {self.kind!r} engine; a SamplingConfig for engine {sampling.engine!r} "
-                f"needs its own Engine (make_engine)"
-            )
-        if self.kind == "vllm" and sampling.dtype != self.sampling.dtype:
-            raise ValueError(
-                f"this 'vllm' Engine runs in dtype {self.sampling.dtype!r}; a SamplingConfig with dtype "
-                f"{sampling.dtype!r} needs its own Engine (make_engine)"
-            )
         return sampling
+
+    def engine_for(self, sampling: SamplingConfig | None = None) -> Engine:
+        """The engine that runs ``sampling``: this one for its own kind (and vLLM dtype), else the one made
+        for that kind on first use and kept (a ``vllm`` one starts its instance then, once)."""
+        config = self.config_for(sampling)
+        key = engine_key(config)
+        if key == engine_key(self.sampling):
+            return self
+        if key not in self._others:
+            self._others[key] = Engine(self.model, self.tokenizer, config)
+        return self._others[key]
 
     def sample(
         self, prompts: list[str], group_size: int, seed: int, sampling: SamplingConfig | None = None
     ) -> Rollouts:
         """Draw ``group_size`` completions for every prompt from the model's current weights, seeded.
 
-        ``sampling`` overrides the engine's config for this call (same engine kind). Same weights,
-        inputs, config and seed give identical rollouts.
+        ``sampling`` overrides the engine's config for this call; one of another kind (or vLLM dtype) is
+        sampled by ``engine_for(sampling)``. Same weights, inputs, config and seed give identical rollouts.
         """
         config = self.config_for(sampling)
         _check_inputs(prompts, group_size)
+        engine = self.engine_for(config)
+        if engine is not self:
+            return engine.sample(prompts, group_size, seed, config)
         tokenizer = self.tokenizer
         stopper = _Stopper(tokenizer, self.model, config.stop_at_answer)
         prompt_ids = encode_prompts(tokenizer, prompts)

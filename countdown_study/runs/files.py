@@ -1,4 +1,4 @@
-"""Files of the run store and of results/: canonical JSON of configs, atomic writes.
+"""Files of the run store and of results/: canonical JSON of configs, atomic writes, weights' checksums.
 
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a crash
 leaves either the old file or the new one, never a partial one. Imports no torch.
@@ -15,6 +15,8 @@ from collections.abc import Iterator, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from countdown_study.checksums import digests, sidecar_path
 
 
 def _file_mode() -> int:
@@ -116,3 +118,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_json(path: str | Path, obj: Any) -> None:
     """Write ``obj`` as indented JSON atomically (NaN is written as ``NaN``, as Python and pandas read it)."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def write_checksums(target: str | Path) -> Path:
+    """Record the SHA-256 of ``target`` (a checkpoint file or a weights folder) in its sidecar
+    (``checksums.sidecar_path``), atomically; call it after the weights are written. Returns the sidecar."""
+    sidecar = sidecar_path(target)
+    atomic_write_json(sidecar, {"sha256": digests(target)})
+    return sidecar

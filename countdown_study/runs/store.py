@@ -5,11 +5,16 @@ twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_
 
 * ``config.json``: the config (canonical JSON, written when the run is opened).
 * ``identity.json``: facts outside the config in the run id, e.g. the starting policy's weights digest.
-* ``provenance.json``: git SHA and dirty flag, package versions, seed, torch threads, wall times.
+* ``provenance.json``: git SHA and dirty flag, seed, wall times, and the environment (package versions,
+  Python, torch's CPU capability and threads, the device; ``runs.provenance``). A finished run reused in
+  another environment is reused with a warning naming the keys that differ (``environment_mismatch``).
 * ``steps.jsonl``: one JSON line per logged step (appended; a torn last line from a crash is skipped).
 * ``tables/<name>.parquet``: evaluation tables.
 * ``results.json``: the run's final results.
-* ``checkpoints/``: model weights, ignored by git (a ``.gitignore`` inside says so).
+* ``checkpoints/``: model weights, ignored by git (a ``.gitignore`` inside says so). Each checkpoint
+  file and the ``final/`` weights folder has its SHA-256 beside it (``<name>.sha256.json``,
+  ``checksums``), written after the weights and checked whenever they are loaded, by ``verify`` (the
+  checkpoints that exist; a clone without weights has nothing to check) and before ``DONE`` is written.
 * ``DONE``: written last, after everything else; a run is finished iff it exists. It records the
   SHA-256 of the run's results (``results.json``, ``steps.jsonl``, ``tables/*.parquet``), checked
   whenever a finished run is loaded (``verify``): an edited or truncated result is refused, naming the
@@ -33,6 +38,7 @@ import os
 import re
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,6 +47,13 @@ import pandas as pd
 import torch
 
 from countdown_study import paths
+from countdown_study.checksums import (
+    SIDECAR_SUFFIX,
+    checksum_problems,
+    sha256_file,
+    sidecar_path,
+    sidecar_target,
+)
 from countdown_study.runs.events import describe, record_event
 from countdown_study.runs.files import (
     atomic_path,
@@ -50,7 +63,14 @@ from countdown_study.runs.files import (
     plain,
     remove_temporaries,
 )
-from countdown_study.runs.provenance import now, provenance
+from countdown_study.runs.provenance import (
+    environment,
+    environment_mismatch,
+    environment_of,
+    environments_differ,
+    now,
+    provenance,
+)
 
 DONE = "DONE"
 """Name of the marker file written last."""
@@ -109,12 +129,10 @@ CHECKED_FILES = ("results.json", "steps.jsonl", "tables/*.parquet")
 """The result files whose SHA-256 ``DONE`` records (patterns relative to the run folder)."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+RUN_SETTINGS = ("torch_threads", "torch_interop_threads", "device", "device_name")
+"""Environment keys a run sets for itself (left out when a finished run is reused elsewhere)."""
+FINAL_WEIGHTS = "final"
+"""The folder under ``checkpoints/`` that holds a finished run's weights (``save_pretrained``)."""
 
 
 PLAIN_MARKER = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
@@ -249,8 +267,9 @@ class RunStore:
         """Write ``results.json``, stamp the end time in provenance, then the ``DONE`` marker last.
 
         ``steps``: the run logs one line per step, so its log must hold exactly steps 0 .. steps - 1;
-        a gapped or padded log is refused and the run stays unfinished. ``DONE`` records the SHA-256
-        of every result file (``CHECKED_FILES``).
+        a gapped or padded log is refused and the run stays unfinished, as is a run whose checkpoints
+        differ from their recorded SHA-256 (``checkpoint_problems``). ``DONE`` records the SHA-256 of
+        every result file (``CHECKED_FILES``).
         """
         if not (self.path / "provenance.json").exists():
             raise RuntimeError(f"run {self.run_id} was never started; call start() before finish()")
@@ -260,22 +279,49 @@ class RunStore:
                 raise RunCorruptError(
                     f"run {self.run_id}: steps.jsonl does not hold steps 0..{steps - 1} once each"
                 )
+        weights = self.checkpoint_problems()
+        if weights:
+            raise RunCorruptError(
+                f"run {self.run_id} is not finished, its weights are corrupt: " + "; ".join(weights)
+            )
         if results is not None:
             atomic_write_json(self.path / "results.json", plain(results))
         record = self.provenance()
         record["finished"] = now()
         atomic_write_json(self.path / "provenance.json", record)
-        checksums = {f.relative_to(self.path).as_posix(): _sha256(f) for f in result_files(self.path)}
+        checksums = {f.relative_to(self.path).as_posix(): sha256_file(f) for f in result_files(self.path)}
         marker = {"finished": record["finished"], "steps": steps, "sha256": checksums}
         atomic_write_text(self.path / DONE, json.dumps(marker, indent=2, sort_keys=True) + "\n")
 
-    def verify(self) -> list[str]:
-        """What is wrong with a finished run's results, one line each naming the file (empty: intact).
+    def verify(self, weights: bool = True) -> list[str]:
+        """What is wrong with a finished run, one line each naming the file (empty: intact).
 
         A ``DONE`` that records checksums is checked against them. One from before checksums were
         recorded (a bare time stamp, ``PLAIN_MARKER``) is checked for what it implies
-        (``_verify_plain``). A marker that is neither (torn, garbled) is itself reported.
+        (``_verify_plain``). A marker that is neither (torn, garbled) is itself reported. ``weights``:
+        the checkpoints that exist are checked against their recorded SHA-256 too (``checkpoint_problems``).
         """
+        problems = self._verify_results()
+        return problems + self.checkpoint_problems() if weights else problems
+
+    def checkpoint_problems(self) -> list[str]:
+        """Every checkpoint file or weights folder under ``checkpoints/`` that exists and has a recorded
+        SHA-256 (``checksums``), checked: one line per missing, changed or unrecorded file, naming it."""
+        folder = self.path / "checkpoints"
+        sidecars = sorted(folder.glob(f"*{SIDECAR_SUFFIX}")) if folder.is_dir() else []
+        targets = [sidecar_target(sidecar) for sidecar in sidecars]
+        return [line for target in targets if target.exists() for line in checksum_problems(target)]
+
+    def unchecked_weights(self) -> list[str]:
+        """The final weights folder when it exists without a recorded SHA-256 (written before checksums
+        were kept): a warning, not a problem, since nothing can be checked."""
+        final = self.path / "checkpoints" / FINAL_WEIGHTS
+        if final.is_dir() and not sidecar_path(final).is_file():
+            return [f"{final}: no recorded SHA-256 ({sidecar_path(final).name}); its weights are not checked"]
+        return []
+
+    def _verify_results(self) -> list[str]:
+        """``verify`` of the result files alone: the checksums ``DONE`` records, or what a plain marker implies."""
         marker_file = self.path / DONE
         try:
             text = marker_file.read_text()
@@ -300,7 +346,7 @@ class RunStore:
             file = self.path / name
             if not file.is_file():
                 problems.append(f"{file}: missing")
-            elif _sha256(file) != digest:
+            elif sha256_file(file) != digest:
                 problems.append(f"{file}: changed since the run finished")
         extra = {f.relative_to(self.path).as_posix() for f in result_files(self.path)} - set(recorded)
         problems.extend(f"{self.path / name}: not part of the finished run" for name in sorted(extra))
@@ -331,8 +377,9 @@ class RunStore:
         return problems
 
     def check(self) -> None:
-        """Raise ``RunCorruptError`` naming the run and its files if ``verify`` finds anything."""
-        problems = self.verify()
+        """Raise ``RunCorruptError`` naming the run and its files if ``verify`` finds anything in its results
+        (its weights are checked where they are loaded: ``policy.load_policy``, ``training.checkpoint``)."""
+        problems = self.verify(weights=False)
         if problems:
             raise RunCorruptError(f"run {self.run_id} is corrupt: " + "; ".join(problems))
 
@@ -352,17 +399,14 @@ class RunStore:
         that left ``checkpoints/<resume_checkpoint>`` is continued (``run`` reads the checkpoint) instead
         of started over. If ``run`` raises, the run stays unfinished. ``per_step_log``: the run logs one
         line per step and its results hold ``steps``; ``finish`` checks the log holds each step once. A
-        finished run is checked against its recorded checksums before it is used (``check``).
+        finished run is checked against its recorded checksums before it is used (``check``), and reused
+        with a warning when it was made in another environment (``environment_warning``).
         """
         if self.is_done:
-            self.check()
-            self.event("reuse")
-            return self
+            return self._reuse()
         with self.lock(wait=wait):
             if self.is_done:  # finished by another process while this one waited
-                self.check()
-                self.event("reuse")
-                return self
+                return self._reuse()
             started = time.perf_counter()
             if threads is not None:
                 torch.set_num_threads(threads)
@@ -385,6 +429,29 @@ class RunStore:
                 raise
             self.event("done", seconds=time.perf_counter() - started)
         return self
+
+    def _reuse(self) -> RunStore:
+        self.check()
+        warning = self.environment_warning()
+        if warning:
+            warnings.warn(warning, stacklevel=3)
+        self.event("reuse")
+        return self
+
+    def environment_warning(self) -> str | None:
+        """A warning naming this run and how its recorded environment differs from this process's
+        (``environment_mismatch``: packages, Python, CPU capability), or None unless a key both record
+        differs (``environments_differ``). Thread counts and the device are the run's own settings, not
+        this process's, and are not compared."""
+        here = {key: value for key, value in environment().items() if key not in RUN_SETTINGS}
+        try:
+            record = self.provenance()
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+            return f"run {self.run_id}: provenance.json cannot be read ({type(err).__name__}); its environment is unknown"
+        if not environments_differ(record, here):
+            return None
+        differing = "; ".join(environment_mismatch(record, here, keys=tuple(environment_of(here))))
+        return f"run {self.run_id} was made in another environment (the run's vs this one's): {differing}"
 
     def event(self, kind: str, **fields: Any) -> None:
         """Record a progress event of this run in the store's event log (``runs.events``)."""

@@ -29,8 +29,12 @@ Where the report is silent or contradicts itself, our choices (fields of ``Rewar
   curriculum draws first, then the uniform ones. All draws are with replacement, from
   ``derive_rng(seed, step, SamplerStream.STEP)``.
 - Fallback: while no prompt is learnable (at the start, or when every band empties), the whole batch
-  is uniform; so is every batch of the warm-up (steps ``0 .. warmup_steps - 1``). Rewards observed
+  is uniform; so is every batch of the warm-up (steps ``0 .. warmup - 1``). Rewards observed
   during warm-up and fallback still update the EMAs.
+- v2's warm-up length: the report's 20 steps are 20% of its 100-step run. ``ADAPTIVE_V2`` keeps 20
+  steps (``warmup_steps``), a third of the study's 60-step run, so that its committed runs stay what
+  they are; ``warmup_fraction=REPORT_WARMUP_FRACTION`` with the run's ``total_steps`` gives the
+  report's proportion instead (12 of 60 steps; the row ``study.ADAPTIVE_V2_REPORT_WARMUP``).
 """
 
 from __future__ import annotations
@@ -66,7 +70,12 @@ class RewardAdaptiveConfig:
     uniform_fraction: float = 0.1
     """Share of each batch drawn uniformly from the whole pool (rounded half up to whole prompts)."""
     warmup_steps: int = 0
-    """Steps at the start whose batches are entirely uniform."""
+    """Steps at the start whose batches are entirely uniform (unused when ``warmup_fraction`` is set)."""
+    warmup_fraction: float | None = None
+    """Share of the run's steps whose batches are entirely uniform, rounded half up; when set it replaces
+    ``warmup_steps`` and needs ``total_steps`` (report 000's v2: 20 of 100 steps, 0.2)."""
+    total_steps: int | None = None
+    """The run's training steps, which ``warmup_fraction`` scales (the study passes it; unused otherwise)."""
     too_hard_weight: float = 0.0
     """Curriculum weight of a too-hard prompt, relative to 1 for a learnable one (ours)."""
     too_easy_weight: float = 0.0
@@ -85,12 +94,31 @@ class RewardAdaptiveConfig:
             raise ValueError(f"signal must be one of {SIGNALS}, got {self.signal!r}")
         if min(self.too_hard_weight, self.too_easy_weight) < 0.0:
             raise ValueError("category weights must be non-negative")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.total_steps is not None and self.total_steps < 1:
+            raise ValueError(f"total_steps must be at least 1, got {self.total_steps}")
+        if self.warmup_fraction is not None:
+            if not 0.0 <= self.warmup_fraction <= 1.0:
+                raise ValueError(f"warmup_fraction must be in [0, 1], got {self.warmup_fraction}")
+            if self.total_steps is None:
+                raise ValueError("warmup_fraction needs the option total_steps (the run's training steps)")
+
+    @property
+    def warmup(self) -> int:
+        """Steps of the uniform warm-up: ``warmup_fraction * total_steps`` rounded half up when the
+        fraction is set, else ``warmup_steps``."""
+        if self.warmup_fraction is None:
+            return self.warmup_steps
+        return int(np.floor(self.warmup_fraction * self.total_steps + 0.5))
 
 
 ADAPTIVE_V1 = RewardAdaptiveConfig()  # report 000, Table 1, "Reward-Adaptive v1"
-ADAPTIVE_V2 = RewardAdaptiveConfig(  # report 000, Table 1, "Reward-Adaptive v2"
+ADAPTIVE_V2 = RewardAdaptiveConfig(  # report 000, Table 1, "Reward-Adaptive v2" (warm-up: 20 steps)
     low=0.2, high=0.6, uniform_fraction=0.3, warmup_steps=20, too_hard_weight=0.25, too_easy_weight=0.25
 )
+REPORT_WARMUP_FRACTION = 0.2
+"""Report 000's v2 warm-up as a share of its run: 20 of 100 steps (``RewardAdaptiveConfig.warmup_fraction``)."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -154,7 +182,7 @@ class RewardAdaptiveSampler(Sampler):
         rng = derive_rng(self.seed, step, SamplerStream.STEP)
         n = len(self.pool)
         categories = self.categories()  # (N,)
-        if step < self.config.warmup_steps or not (categories == LEARNABLE).any():
+        if step < self.config.warmup or not (categories == LEARNABLE).any():
             return rng.integers(0, n, size=batch_size)
         weights = category_weights(categories, self.config)  # (N,)
         n_curriculum, n_uniform = mix_counts(batch_size, self.config.uniform_fraction)

@@ -10,18 +10,37 @@ seeded draw, so this adds no bias of its own); stage k covers the steps with
 ``total_steps`` stay on the last stage; within a stage, tasks are drawn uniformly with replacement from
 ``derive_rng(seed, step, SamplerStream.STEP)``. Stateless: the stage follows from the step.
 
-The report names "adaptive" and "hybrid" curricula (its selected hybrid run has the best pass@1 of its
-Table 1) but does not define them. Ours (``SolutionCountAdaptiveSampler``, every number a config field):
+The report names "adaptive" and "hybrid" curricula but defines neither: they appear only as rows of its
+Table 1 ("Adaptive Curriculum", pass@1 0.4638; "Selected Hybrid Curriculum", the best pass@1 0.5150) and
+in the abstract's "curriculum scheduling improves per-rollout quality". What the text fixes is shared with
+the staged curriculum: the easiest-first solution-count ranking, starting from the easiest 30% and ending
+on the whole pool. Ours (``SolutionCountAdaptiveSampler``, every number a config field):
 
-* **adaptive**: the same easiest-first ranking, with a frontier that moves on the policy's progress, not
-  the clock. It starts at the easiest 30% and widens by 10% of the pool whenever the success EMA of the
-  training batches (share of correct samples, EMA 0.8) reaches 0.5, at most once every 3 steps (so the
-  EMA sees the wider pool before the next move); it never narrows. The rule is report 000's
-  reward-adaptive idea (train where the policy succeeds about half the time) moved onto report 003's
-  difficulty proxy.
+* **adaptive**: that ranking, with a frontier that moves on the policy's progress, not the clock. It starts
+  at the easiest 30% and widens by 10% of the pool when the success EMA of the training batches (share of
+  correct samples, EMA 0.8) says the policy has learned on the current frontier, at most once every 3
+  steps (so the EMA sees the wider pool before the next move); it never narrows. When the EMA "says so" is
+  the ``rule``:
+
+  - ``progress`` (the study's rows ``Adaptive curriculum`` / ``Hybrid curriculum``): the EMA has gained
+    ``gain`` (0.04) since the frontier last moved (since the first step's success at the start). A
+    self-paced rule: the frontier follows the policy's own improvement, whatever its level. Chosen because
+    it moves on our policy: its training success climbs from about 0.1-0.2 to 0.3-0.45 in a 60-step run,
+    and on the committed runs' success traces (frontier fixed at 30%) a gain of 0.04 widens the frontier
+    2-4 times on the embedded policy and 5-6 times on the search-style one.
+  - ``threshold`` (the rule of the first runs, kept as the variant rows ``... (success EMA 0.5)``): the EMA
+    reaches ``threshold`` (0.5), report 000's middle of the learnable range. In those runs the adaptive
+    rows' EMA peaked at 0.32 (embedded) and 0.44 (search-style), so their frontier never moved; the hybrids'
+    share moved in 3 of 10 runs, after step 38, never past the staged schedule, so every hybrid run drew the
+    staged curriculum's prompts seed for seed.
+
+  ``threshold`` stays the config's default: a sampler's defaults are not part of a run's id (the options it
+  is given are), so a new default would have the committed runs reused under a rule they were not trained
+  with; the study's rows ask for ``progress`` by option (``PROGRESS``).
 * **hybrid**: the adaptive frontier, never behind the staged schedule: the pool share is the larger of
   the two, so a policy that progresses fast leaves the easy prompts early and a slow one still reaches
-  the whole pool on the staged clock.
+  the whole pool on the staged clock. It draws other prompts than the staged curriculum exactly when the
+  adaptive frontier is ahead of the schedule.
 """
 
 from __future__ import annotations
@@ -122,6 +141,10 @@ class SolutionCountStagedSampler(Sampler):
         return Batch(batch.tasks, batch.indices, (label,) * len(batch.tasks))
 
 
+RULES = ("threshold", "progress")
+"""When the adaptive frontier moves (``SolutionCountAdaptiveConfig.rule``; module docstring)."""
+
+
 @dataclass(frozen=True)
 class SolutionCountAdaptiveConfig:
     """Our definitions of report 003's adaptive and hybrid solution-count curricula (module docstring)."""
@@ -132,8 +155,16 @@ class SolutionCountAdaptiveConfig:
     """Share of the ranked pool (easiest first) drawn from at the start (the staged first stage's)."""
     growth: float = 0.1
     """Share of the pool added each time the frontier moves."""
+    rule: str = "threshold"
+    """When the frontier moves (``RULES``; module docstring): ``threshold``, the success EMA reaches
+    ``threshold`` (the committed runs' rule, the default so their ids keep meaning it), or ``progress``,
+    the EMA has gained ``gain`` since the last move (the study's rows)."""
     threshold: float = 0.5
-    """Success EMA at which the frontier moves (the middle of the learnable range)."""
+    """``threshold`` rule: success EMA at which the frontier moves (the middle of the learnable range)."""
+    gain: float = 0.04
+    """``progress`` rule: rise of the success EMA since the frontier last moved (since the first step's
+    success at the start) at which it moves again: about 2.5 standard deviations of the EMA's noise (on the
+    committed adaptive runs, 32 prompts x 8 samples, a step's success varied by 0.047, the EMA by 0.016)."""
     ema: float = 0.8
     """Weight of the old value in the success EMA, updated once per step from the batch's share of
     correct samples; the first step sets it."""
@@ -147,7 +178,9 @@ class SolutionCountAdaptiveConfig:
     """Solution counts are capped here (report 003)."""
 
     def __post_init__(self) -> None:
-        for name in ("start_fraction", "growth", "threshold"):
+        if self.rule not in RULES:
+            raise ValueError(f"unknown frontier rule {self.rule!r}; choose one of {RULES}")
+        for name in ("start_fraction", "growth", "threshold", "gain"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
         if not 0 <= self.ema < 1:
@@ -158,16 +191,33 @@ class SolutionCountAdaptiveConfig:
             raise ValueError(f"total_steps must be at least 1, got {self.total_steps}")
 
 
-SOLUTION_COUNT_ADAPTIVE = SolutionCountAdaptiveConfig()
-SOLUTION_COUNT_HYBRID = SolutionCountAdaptiveConfig(hybrid=True)
+SOLUTION_COUNT_ADAPTIVE = SolutionCountAdaptiveConfig()  # registered as solution_count_adaptive
+SOLUTION_COUNT_HYBRID = SolutionCountAdaptiveConfig(hybrid=True)  # registered as solution_count_hybrid
+PROGRESS = {"rule": "progress"}
+"""The sampler option of the study's adaptive and hybrid rows (``study.REPORT_003``): the progress rule."""
+
+
+def ready_to_widen(ema: float, reference: float, config: SolutionCountAdaptiveConfig) -> bool:
+    """Whether the success EMA says the policy has learned on its frontier: it reached ``threshold``
+    (``threshold`` rule), or it is ``gain`` above ``reference``, its value when the frontier last moved
+    (``progress`` rule). A tolerance of 1e-9 keeps a gain of exactly ``gain`` a move."""
+    if config.rule == "threshold":
+        return ema >= config.threshold
+    return ema - reference >= config.gain - 1e-9
 
 
 def advance_frontier(
-    share: float, ema: float, steps_since_move: int, config: SolutionCountAdaptiveConfig
+    share: float,
+    ema: float,
+    steps_since_move: int,
+    config: SolutionCountAdaptiveConfig,
+    reference: float | None = None,
 ) -> float:
-    """The adaptive frontier after one step: ``share + growth`` (at most 1) when the success EMA has reached
-    the threshold and the last move is ``min_dwell`` steps old, else ``share``."""
-    if ema >= config.threshold and steps_since_move >= config.min_dwell and share < 1:
+    """The adaptive frontier after one step: ``share + growth`` (at most 1) when ``ready_to_widen`` and the
+    last move is ``min_dwell`` steps old, else ``share``. ``reference``: the EMA at the last move (the
+    ``progress`` rule's; the EMA itself when not given, which never moves that rule)."""
+    ready = ready_to_widen(ema, ema if reference is None else reference, config)
+    if ready and steps_since_move >= config.min_dwell and share < 1:
         return min(1.0, share + config.growth)
     return share
 
@@ -202,6 +252,7 @@ class SolutionCountAdaptiveSampler(Sampler):
         self.ranking = easiest_first(solution_counts(self.pool, cap=self.config.cap))  # (N,)
         self.share = self.config.start_fraction
         self.success_ema: float | None = None
+        self.reference: float | None = None  # the success EMA when the frontier last moved (progress rule)
         self.last_move = 0
         self.last_frontier = self.frontier(0)
 
@@ -228,17 +279,23 @@ class SolutionCountAdaptiveSampler(Sampler):
         success = float(np.mean(grades.correct))
         old = self.success_ema
         self.success_ema = success if old is None else self.config.ema * old + (1 - self.config.ema) * success
-        moved = advance_frontier(self.share, self.success_ema, step + 1 - self.last_move, self.config)
+        if self.reference is None:
+            self.reference = self.success_ema  # the first step's success: the progress rule's start
+        moved = advance_frontier(
+            self.share, self.success_ema, step + 1 - self.last_move, self.config, self.reference
+        )
         if moved != self.share:
-            self.share, self.last_move = moved, step + 1
+            self.share, self.last_move, self.reference = moved, step + 1, self.success_ema
 
     def stats(self) -> dict:
         """The frontier the last batch was drawn from, the adaptive share after it, the success EMA."""
         return {"frontier": self.last_frontier, "adaptive_share": self.share, "success_ema": self.success_ema}
 
     def state_dict(self) -> dict:
-        return {"share": self.share, "success_ema": self.success_ema, "last_move": self.last_move}
+        return {"share": self.share, "success_ema": self.success_ema, "last_move": self.last_move,
+                "reference": self.reference}  # fmt: skip
 
     def load_state_dict(self, state: dict) -> None:
         self.share, self.success_ema = float(state["share"]), state["success_ema"]
         self.last_move = int(state["last_move"])
+        self.reference = state.get("reference")  # absent in checkpoints of the threshold rule's first runs

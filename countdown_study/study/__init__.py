@@ -5,6 +5,7 @@ May import every layer but ``cli``. The names notebooks use are re-exported here
 """
 
 from countdown_study.study.methods import (
+    ADAPTIVE_V2_REPORT_WARMUP,
     CLAIMS_000,
     CLAIMS_001,
     CLAIMS_002,
@@ -35,12 +36,15 @@ from countdown_study.study.methods import (
     REPORT_003,
     REPORT_003_COMMIT,
     REPORT_003_EMBEDDED,
+    REPORT_003_THRESHOLD,
+    REPORT_003_THRESHOLD_EMBEDDED,
     REPORT_004,
     SEARCH_POLICY,
     SFT,
     SNAPSHOTS,
     UNIFORM,
     UNIFORM_REPLACEMENT,
+    UNIFORM_SEQUENCE_SUM,
     VCC_COEFFICIENTS,
     VCC_SWEEP,
     VCC_SWEEP_CONTROL,
@@ -87,9 +91,13 @@ from countdown_study.study.tables import (
 )
 
 __all__ = [
+    "ADAPTIVE_V2_REPORT_WARMUP",
+    "UNIFORM_SEQUENCE_SUM",
     "WHOLE_ROLLOUTS",
     "WHOLE_UNIFORM",
     "REPORT_003_EMBEDDED",
+    "REPORT_003_THRESHOLD",
+    "REPORT_003_THRESHOLD_EMBEDDED",
     "CONTRASTS_003_EMBEDDED",
     "CLAIMS_003_EMBEDDED",
     "SEARCH_POLICY",

@@ -21,6 +21,14 @@ Analyses, each reproducing one table or figure of report 002:
 * ``edge_profile`` and ``success_by_phase``: Figure 6, the moving edge by training phase.
 * ``sample_complexity``: Table 7 (App. B), recovering the 3-vs-4-number failure gap from subsamples.
 * ``training_diet``: the realized hard share per policy, preserve / amplify / suppress (Section 5.2).
+* ``failure_spearman`` and ``value_range``: Section 5.2's Spearman correlations of the DV fields with
+  failure, per run and as the range across runs.
+* ``pairwise_interactions``: Section 5.2's failure-rate spread over the joint bins of two DV fields.
+* ``diet_makeup``: what a policy's batches hold within a part of the pool (Section 5.2: the kernel's
+  4-number diet).
+* ``gain_table``: the "+69% usable signal" as a table; ``refresh_diagnostics``: the effective-sample
+  fraction and the other refresh diagnostics of the step log as a table (Sections 4 and 5.2).
+* ``per_seed_table``: Table 8 (App. C), per-seed pass@k with the mean and sample s.d. over seeds.
 
 Randomness is an argument: every stochastic function takes ``seed``.
 """
@@ -28,7 +36,8 @@ Randomness is an argument: every stochastic function takes ``seed``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
@@ -527,3 +536,213 @@ def training_diet(
                      "ci_high": ci_high, "pool_share": pool_share, "difference": share - pool_share,
                      "label": diet_label(share - pool_share, tolerance)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Section 5.2: which DV fields predict failure, and their interactions
+# ---------------------------------------------------------------------------------------------------
+
+SPEARMAN_FIELDS = ("num_count", "shortest_operand_count", "all_numbers_required", "nps_log1p",
+                   "shortest_expression_depth", "target_log10", "op_distinct_min")  # fmt: skip
+"""DV fields of Section 5.2's Spearman analysis: the five it names (num_count rho ~ 0.5, then the solver
+fields), then target magnitude and operator uniqueness."""
+
+
+def _groups(log: pd.DataFrame, by: str | None) -> list[tuple[object, pd.DataFrame]]:
+    """``(label, rows)`` per value of column ``by`` in order of appearance; the whole log when None."""
+    if by is None:
+        return [(None, log)]
+    _require(log, (by,), f"grouping by {by!r}")
+    return list(log.groupby(by, sort=False))
+
+
+def failure_spearman(
+    log: pd.DataFrame, fields: Sequence[str] = SPEARMAN_FIELDS, *, by: str | None = "method"
+) -> pd.DataFrame:
+    """Section 5.2: Spearman's rho between each DV field and the per-row failure rate, per run group.
+
+    One row per (group, field): ``by`` (the group's label, left out when ``by`` is None), ``field``,
+    ``n`` (rows with the field's value), ``rho`` (average ranks for ties; NaN when either side is
+    constant) and its two-sided ``p_value``. Rows weigh equally, as in Table 5: the report runs the
+    analysis over each run's observation log (dynamic, static-once and kernel runs).
+    """
+    _require(log, ("n", "n_correct", *fields), "failure_spearman")
+    rows = []
+    for label, group in _groups(log.reset_index(drop=True), by):
+        fail = fail_rate(group)  # (R,)
+        for field in fields:
+            values = pd.to_numeric(group[field], errors="coerce").to_numpy(dtype=float)  # (R,)
+            kept = ~np.isnan(values)
+            x, y = values[kept], fail[kept]
+            if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+                rho, p = float("nan"), float("nan")
+            else:
+                rho, p = (float(v) for v in scipy_stats.spearmanr(x, y))
+            row = {} if by is None else {by: label}
+            rows.append({**row, "field": field, "n": int(kept.sum()), "rho": rho, "p_value": p})
+    return pd.DataFrame(rows)
+
+
+def value_range(table: pd.DataFrame, keys: Sequence[str], value: str) -> pd.DataFrame:
+    """The range of ``value`` across the rows sharing ``keys`` (the report's "rho ~ 0.22-0.31" across
+    runs): one row per key, in order of appearance, with ``<value>_low``, ``<value>_high`` (NaN values
+    left out) and ``groups`` (rows with a value)."""
+    _require(table, (*keys, value), "value_range")
+    grouped = table.groupby(list(keys), sort=False)[value]
+    return grouped.agg(**{f"{value}_low": "min", f"{value}_high": "max", "groups": "count"}).reset_index()
+
+
+def _cell_rates(fail: pd.Series, bins: list[pd.Series], min_rows: int) -> pd.Series:
+    """Mean failure per cell of ``bins`` (one or more binnings of the same rows), cells of at least
+    ``min_rows`` rows only."""
+    cells = fail.groupby(bins, observed=True).agg(["mean", "size"])
+    return cells.loc[cells["size"] >= min_rows, "mean"]
+
+
+def _spread(rates: pd.Series) -> float:
+    return float(rates.max() - rates.min()) if len(rates) >= 2 else float("nan")
+
+
+def pairwise_interactions(
+    log: pd.DataFrame,
+    fields: Sequence[str] = SPEARMAN_FIELDS,
+    *,
+    by: str | None = "method",
+    min_rows: int = 30,
+    max_levels: int = 8,
+    n_bins: int = 5,
+) -> pd.DataFrame:
+    """Section 5.2's pairwise interactions: the failure-rate spread over the joint bins of two DV fields.
+
+    Each field is binned as in ``failure_by_bin`` (``bin_values``); the rows of a pair fall into the
+    cells of both binnings, and a cell counts when it holds at least ``min_rows`` rows. One row per
+    (group, pair), largest spread first within a group: ``by`` (left out when None), ``field_a``,
+    ``field_b``, ``cells``, ``spread`` (highest minus lowest cell failure rate; NaN below two cells),
+    ``low_cell`` and ``high_cell`` (those two rates) and ``spread_a``, ``spread_b``, the spread of each
+    field alone over its own bins (same ``min_rows``): a pair's spread above both is what its joint
+    cells add. The report names no formula or cell minimum; its strongest pairs are nps x
+    shortest_operand_count (spread ~0.80-0.82) and nps x shortest_expression_depth (~0.77).
+    """
+    _require(log, ("n", "n_correct", *fields), "pairwise_interactions")
+    if min_rows < 1:
+        raise ValueError(f"pairwise_interactions: min_rows must be >= 1, got {min_rows}")
+    rows = []
+    for label, group in _groups(log.reset_index(drop=True), by):
+        group = group.reset_index(drop=True)
+        fail = pd.Series(fail_rate(group))  # (R,)
+        binned = {f: bin_values(group[f], max_levels, n_bins).reset_index(drop=True) for f in fields}
+        alone = {f: _spread(_cell_rates(fail, [binned[f]], min_rows)) for f in fields}
+        pairs = []
+        for a, b in combinations(fields, 2):
+            rates = _cell_rates(fail, [binned[a], binned[b]], min_rows)
+            low, high = (float(rates.min()), float(rates.max())) if len(rates) else (float("nan"),) * 2
+            pairs.append({"field_a": a, "field_b": b, "cells": len(rates), "spread": _spread(rates),
+                          "low_cell": low, "high_cell": high, "spread_a": alone[a], "spread_b": alone[b]})  # fmt: skip
+        pairs.sort(key=lambda r: -r["spread"] if np.isfinite(r["spread"]) else np.inf)
+        rows.extend(({} if by is None else {by: label}) | r for r in pairs)
+    return pd.DataFrame(rows)
+
+
+def diet_makeup(
+    logs: Mapping[str, pd.DataFrame],
+    within: Sequence[bool] | np.ndarray,
+    subsets: Mapping[str, Sequence[bool] | np.ndarray],
+) -> pd.DataFrame:
+    """What each policy's batches hold inside one part of the pool (Section 5.2: "conditioning on the
+    4-number problems each policy does keep").
+
+    ``within`` and every mask of ``subsets`` hold one flag per pool task. Per policy, its ``batch`` rows
+    whose task is ``within`` (every draw counts, repeats included) and, per subset, the share of those
+    rows in it; a first row ``pool`` gives the subsets' shares among the pool's own ``within`` tasks.
+    Columns: ``policy``, ``rows``, then one per subset name. The report: the uncorrected kernel's
+    4-number diet is ~78% all-numbers-required 4-operand tasks (edge ~73%) and ~18% of depth >= 3
+    (edge ~28%).
+    """
+    inside = np.asarray(within, dtype=bool)  # (N,)
+    if inside.ndim != 1 or not inside.any():
+        raise ValueError("diet_makeup: within must be one flag per pool task, some of them set")
+    masks = {name: np.asarray(mask, dtype=bool) for name, mask in subsets.items()}
+    wrong = [name for name, mask in masks.items() if mask.shape != inside.shape]
+    if wrong:
+        raise ValueError(f"diet_makeup: subset(s) {wrong} must hold one flag per pool task ({inside.size})")
+    pool = np.flatnonzero(inside)  # (W,)
+    rows = [
+        {"policy": "pool", "rows": int(pool.size), **{n: float(m[pool].mean()) for n, m in masks.items()}}
+    ]
+    for policy, log in logs.items():
+        _require(log, ("source", "task_index"), f"diet_makeup[{policy!r}]")
+        drawn = log.loc[log["source"] == "batch", "task_index"].to_numpy()  # (D,)
+        if drawn.size and (drawn.min() < 0 or drawn.max() >= inside.size):
+            raise ValueError(f"diet_makeup[{policy!r}]: task_index outside the pool of {inside.size}")
+        kept = drawn[inside[drawn]]  # (D_w,)
+        shares = {n: float(m[kept].mean()) if kept.size else float("nan") for n, m in masks.items()}
+        rows.append({"policy": policy, "rows": int(kept.size), **shares})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tables of single numbers: the signal gain, the refresh diagnostics, per-seed pass@k
+# ---------------------------------------------------------------------------------------------------
+
+
+def gain_table(gains: Mapping[str, SignalGain]) -> pd.DataFrame:
+    """``signal_gain`` results as a table: one row per label (``weights``: the policy whose weights
+    reweight the probe), then every ``SignalGain`` field."""
+    if not gains:
+        raise ValueError("gain_table: no signal gain given")
+    return pd.DataFrame([{"weights": label, **asdict(gain)} for label, gain in gains.items()])
+
+
+REFRESH_DIAGNOSTICS = ("sampler_ess_frac", "sampler_entropy", "sampler_tv_uni")
+"""Step-log columns of ``refresh_diagnostics``: the effective-sample fraction, the normalized weight
+entropy and the total variation from uniform (Section 4; the report: ~99.5%, ~1.00, near 0)."""
+
+
+def refresh_diagnostics(
+    steps: pd.DataFrame, columns: Sequence[str] = REFRESH_DIAGNOSTICS, *, by: str = "method"
+) -> pd.DataFrame:
+    """The sampler's refresh diagnostics of a step log as a table: per ``by`` group, ``steps`` (step-log
+    rows holding every column) and, per column, ``<column>_mean`` over all those rows (every step of
+    every seed), ``<column>_min`` and ``<column>_last`` (the mean over seeds at the group's last step).
+    Groups without any of the columns are left out."""
+    _require(steps, ("step", by), "refresh_diagnostics")
+    missing = [c for c in columns if c not in steps.columns]
+    if missing:
+        raise ValueError(f"refresh_diagnostics: the step log lacks column(s) {missing}")
+    rows = []
+    for label, group in steps.dropna(subset=list(columns)).groupby(by, sort=False):
+        last = group[group["step"] == group["step"].max()]
+        row = {by: label, "steps": len(group)}
+        for column in columns:
+            row |= {f"{column}_mean": float(group[column].mean()), f"{column}_min": float(group[column].min()),
+                    f"{column}_last": float(last[column].mean())}  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def per_seed_table(
+    summaries: pd.DataFrame,
+    metrics: Sequence[str] = ("pass@1", "pass@8", "pass@16"),
+    methods: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Table 8 (App. C): each method's per-seed ``metrics``, then their ``mean`` and sample ``s.d.``.
+
+    ``summaries`` has one row per (method, seed) (``study.run_summaries``). One row per method and seed
+    (``seed`` as text), then a ``mean`` row and an ``s.d.`` row (ddof = 1; NaN with one seed) per method,
+    in the order of ``methods`` (default: as they appear). The report lists the seeds themselves because
+    at two seeds the s.d. is a fragile estimate.
+    """
+    _require(summaries, ("method", "seed", *metrics), "per_seed_table")
+    order = list(dict.fromkeys(summaries["method"])) if methods is None else list(methods)
+    unknown = [m for m in order if m not in set(summaries["method"])]
+    if unknown:
+        raise ValueError(f"per_seed_table: no summaries for method(s) {unknown}")
+    rows = []
+    for method in order:
+        group = summaries[summaries["method"] == method].sort_values("seed")
+        values = group[list(metrics)].astype(float)
+        rows.extend({"method": method, "seed": str(seed), **v} for seed, v in
+                    zip(group["seed"], values.to_dict("records"), strict=True))  # fmt: skip
+        rows.append({"method": method, "seed": "mean", **values.mean().to_dict()})
+        rows.append({"method": method, "seed": "s.d.", **values.std(ddof=1).to_dict()})
+    return pd.DataFrame(rows, columns=["method", "seed", *metrics])

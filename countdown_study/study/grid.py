@@ -6,7 +6,8 @@ notebooks run). ``plan_grid`` turns notebooks at a preset into ``PlannedRun``s, 
 several notebooks share, such as uniform RLOO, once), each with the config and run id ``run_method``
 gives it (``methods.method_config``, ``methods.locate_config``). ``train_grid`` runs the planned runs
 with an executor (``runs.executor``: a local process pool or a Ray cluster); the notebooks then find
-every run finished and load it.
+every run finished and load it. ``packing_lines`` says how an executor places the runs on this machine
+(runs at once, runs per GPU, CPU threads per run).
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ import pandas as pd
 
 from countdown_study import paths
 from countdown_study.runs.events import describe
-from countdown_study.runs.executor import Execution, ExecutorConfig, Job, execute
+from countdown_study.runs.executor import (
+    Execution,
+    ExecutorConfig,
+    Job,
+    available_cores,
+    execute,
+    local_packing,
+)
 from countdown_study.runs.store import is_finished
 from countdown_study.study.methods import (
     CONTROL_002,
@@ -201,10 +209,41 @@ def train_grid(
     root: str | Path | None = None,
 ) -> Execution:
     """Plan the notebooks' grid and finish every run with ``executor`` in the store at ``root``
-    (``paths.runs_dir()`` by default); runs finished before are skipped, failures are returned."""
-    root = Path(root) if root is not None else paths.runs_dir()
+    (the preset's, ``paths.runs_dir(preset)``, by default); runs finished before are skipped, failures are
+    returned."""
+    root = Path(root) if root is not None else paths.runs_dir(preset)
     planned = plan_grid(notebooks, preset, parameters)
     return execute(grid_jobs(planned, root), root, executor)
+
+
+def packing_lines(planned: Sequence[PlannedRun], executor: ExecutorConfig) -> list[str]:
+    """How ``executor`` runs ``planned`` on this machine, for the command's output: runs at once, GPUs and
+    runs per GPU, CPU threads per run (``runs.executor.local_packing``; raises where it refuses)."""
+    jobs = grid_jobs(planned, ".")
+    torch_threads = "/".join(str(t) for t in sorted({job.cpus for job in jobs}))
+    on_gpu = sum(job.gpus > 0 or job.gpu_if_any for job in jobs)
+    if executor.backend == "ray":
+        share = "a whole one" if executor.runs_per_gpu is None else f"1/{executor.runs_per_gpu} of one"
+        return [
+            f"ray: each run asks for its torch threads ({torch_threads}) as CPUs; {on_gpu} of {len(jobs)} "
+            f"runs on a GPU (device cuda, or auto where the cluster has one), each asking for {share}"
+        ]
+    cores = available_cores()
+    packing = local_packing(jobs, executor)
+    if packing is None or not packing.slots:
+        workers = executor.workers or max(1, cores // max(job.cpus for job in jobs))
+        unpacked = f"local: {workers} runs at once ({cores} cores; torch threads per run: {torch_threads})"
+        return [unpacked] if packing is None else [f"local: {packing.note}", unpacked]
+    gpus, slots = packing.gpus, packing.slots
+    threads = slots[0].threads
+    line = (
+        f"local: {len(gpus)} GPU(s) ({', '.join(gpus)}) x {packing.runs_per_gpu} runs per GPU = {len(slots)} "
+        f"runs at once; CPU threads per run: {threads} of {cores} cores; "
+        f"torch threads per run: {torch_threads}"
+    )
+    if max(job.cpus for job in jobs) > threads:
+        line += " (more than its share: the cores are oversubscribed)"
+    return [line]
 
 
 # ---------------------------------------------------------------------------------------------------

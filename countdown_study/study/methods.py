@@ -8,21 +8,25 @@ tables and step logs of every (method, seed).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from countdown_study import paths
 from countdown_study.countdown.load import limit_spec
 from countdown_study.policy import policy_identity
+from countdown_study.runs.provenance import check_clean_tree
 from countdown_study.runs.store import RunBusyError, RunStore
+from countdown_study.samplers.reward_adaptive import REPORT_WARMUP_FRACTION
+from countdown_study.samplers.solution_count import PROGRESS
 from countdown_study.study.presets import EvalRunConfig, StudyPreset, evaluate_policy_run, study_preset
 from countdown_study.training.common import study_tasks
 from countdown_study.training.group_filters import GroupFilterSpec
 from countdown_study.training.ipo import IPOConfig, train_ipo
-from countdown_study.training.loop import TrainConfig, train
+from countdown_study.training.loop import TrainConfig, run_identity, train
 from countdown_study.training.specs import AuxLossSpec
 
 # ---------------------------------------------------------------------------------------------------
@@ -50,8 +54,11 @@ class Method:
     """Changes to the training rollouts' ``SamplingConfig`` (report 003: whole rollouts, not cut at the
     first answer)."""
     evaluation: dict = field(default_factory=dict)
-    """Changes to the run's ``EvalSpec`` (report 003's sweep: ``snapshot_every`` for checkpoint
-    selection)."""
+    """Changes to the run's ``EvalSpec``; ``SNAPSHOTS`` (report 003's sweep) asks for checkpoint evaluations
+    at the preset's interval (``StudyPreset.snapshot_eval``)."""
+    loss: dict = field(default_factory=dict)
+    """Changes to the run's ``RLOOConfig``, kept beside the preset's KL and entropy coefficients (the
+    reports' sequence-sum aggregation)."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("sft", "ipo", "rloo"):
@@ -80,6 +87,10 @@ SFT = Method("SFT", kind="sft")
 IPO = Method("IPO", kind="ipo")
 UNIFORM = Method("RLOO uniform", sampler="uniform")
 UNIFORM_REPLACEMENT = Method("RLOO uniform (with replacement)", sampler="uniform_replacement")
+UNIFORM_SEQUENCE_SUM = Method("RLOO uniform (sequence-sum)", loss={"aggregation": "token_sum"})
+"""Uniform RLOO with the reports' loss aggregation: each sequence's token log-probs summed (``-(1/G) sum_i
+A_i log pi(y_i|x)``) where every other row averages them over the sequence's tokens (``objectives.rloo``);
+an ablation of our default for notebook 02, compared with ``UNIFORM``."""
 
 CLAIMS_BASELINES = {
     (UNIFORM.name, SFT.name, "pass@1"): +1,  # report 002, Table 1: 0.344 -> 0.506
@@ -110,6 +121,11 @@ REPORT_000_ABLATIONS = (
 )
 """Report 000's v1 with its literal signal, the group's mean reward (format score included): an ablation
 of our default, the success rate (``samplers.reward_adaptive``)."""
+ADAPTIVE_V2_REPORT_WARMUP = Method(
+    "Adaptive v2 (20% warm-up)", sampler="adaptive_v2", options={"warmup_fraction": REPORT_WARMUP_FRACTION}
+)
+"""Report 000's v2 with its warm-up in proportion to the run (20% of the steps: 12 of 60 at the full preset)
+where the "Adaptive v2" row keeps the report's 20 steps (a third of a 60-step run)."""
 
 CONTRASTS_000 = (
     *((m.name, UNIFORM.name) for m in (*REPORT_000, *REPORT_000_ABLATIONS)),
@@ -136,8 +152,12 @@ CLAIMS_001 = {(REPORT_001[1].name, REPORT_001[0].name): -1}
 """Report 001's claim, signed: the sliding window trails uniform RLOO (binary reward); staged thirds is
 its proposed baseline, with no claim."""
 
-OOD_SET = (("ood", "ood:200:0"),)
-"""Report 004's out-of-distribution evaluation: 5-number tasks, never trained on (``Method.eval_sets``)."""
+OOD_SET = (("ood", "ood:200:0"), ("ood_targets", "ood_targets:200:0"))
+"""Report 004's out-of-distribution evaluation (``Method.eval_sets``), never trained on: its 5-number tasks
+(``ood``), at the floor for every row (the policy writes three or four numbers), and our reading of its
+"sparse variants" (``ood_targets``: 3 and 4 numbers with targets 101..200, above the training range of
+10..100; ``countdown.generate_ood_target_tasks``), within the policy's reach. Rule-based synthetic tasks
+reach targets up to 300, so ``ood_targets`` is out of distribution for the real-task rows only."""
 REPORT_004 = (
     Method("RLOO uniform (+OOD)", sampler="uniform", eval_sets=OOD_SET),
     Method("Router, real tasks only", sampler="adsc_real_only", eval_sets=OOD_SET),
@@ -213,20 +233,34 @@ _VCC = {"aux_losses": (AuxLossSpec("vcc", coef=0.01),)}
 REPORT_003 = (
     Method("RLOO uniform", sampling=WHOLE_ROLLOUTS),
     Method("Staged curriculum", sampler="solution_count_staged", sampling=WHOLE_ROLLOUTS),
-    Method("Adaptive curriculum", sampler="solution_count_adaptive", sampling=WHOLE_ROLLOUTS),
-    Method("Hybrid curriculum", sampler="solution_count_hybrid", sampling=WHOLE_ROLLOUTS),
+    Method(
+        "Adaptive curriculum", sampler="solution_count_adaptive", options=PROGRESS, sampling=WHOLE_ROLLOUTS
+    ),
+    Method("Hybrid curriculum", sampler="solution_count_hybrid", options=PROGRESS, sampling=WHOLE_ROLLOUTS),
     Method("VCC-RLOO", changes=_VCC, sampling=WHOLE_ROLLOUTS),
 )
 """Report 003's Table 1 rows trained here (SFT and IPO are added by the notebook), all on whole rollouts;
-the first row is their RLOO baseline and VCC-RLOO is outcome reward + VCC at c = 0.01."""
+the first row is their RLOO baseline and VCC-RLOO is outcome reward + VCC at c = 0.01. The adaptive and
+hybrid rows widen their frontier on the policy's progress (``samplers.solution_count``, ``PROGRESS``)."""
+REPORT_003_THRESHOLD = (
+    Method(
+        "Adaptive curriculum (success EMA 0.5)", sampler="solution_count_adaptive", sampling=WHOLE_ROLLOUTS
+    ),
+    Method("Hybrid curriculum (success EMA 0.5)", sampler="solution_count_hybrid", sampling=WHOLE_ROLLOUTS),
+)
+"""The first rule of report 003's adaptive and hybrid curricula (the frontier widens when the success EMA
+reaches 0.5), kept as variant rows: the configs, and run ids, of the runs first made for the adaptive and
+hybrid rows. On our policies the adaptive frontier never widened under it, and no hybrid was ever ahead of
+the staged schedule."""
 REPORT_003_COMMIT = (
     Method("Commit reward only", changes={"reward": "commit"}, sampling=WHOLE_ROLLOUTS),
     Method("Commit reward + VCC", changes={"reward": "commit", **_VCC}, sampling=WHOLE_ROLLOUTS),
 )
 """Report 003's Table 2 rows beside RLOO and VCC-RLOO (outcome reward + VCC)."""
-SNAPSHOTS = {"snapshot_every": 10}
-"""Report 003's sweep evaluates checkpoints during training: every 10 steps and the last, on the first 200
-tasks of the training pool (their ``train[:200]``) and on the held-out tasks, 4 samples each."""
+SNAPSHOTS = {"snapshots": True}
+"""Report 003's sweep evaluates checkpoints during training (``Method.evaluation``): at the preset's interval
+and after the last step (``StudyPreset.snapshot_eval``: every 10 of the full preset's 60 steps, on the first
+200 tasks of the training pool, their ``train[:200]``), and on the held-out tasks, 4 samples each."""
 VCC_COEFFICIENTS = (0.005, 0.0075, 0.01, 0.0125, 0.015)
 """Report 003's tight sweep of the VCC coefficient c."""
 VCC_SWEEP_CONTROL = Method("Sweep control (c = 0)", sampling=WHOLE_ROLLOUTS, evaluation=SNAPSHOTS)
@@ -274,6 +308,9 @@ whole rollouts against ``WHOLE_UNIFORM``, on a policy that abandons almost no co
 pairs are mostly a verifying rollout against a failing one of the same prompt: what VCC does without the
 abandonment it is built for. The commit reward is left out (it pays for committing early, which this policy
 already does)."""
+REPORT_003_THRESHOLD_EMBEDDED = tuple(replace(m, sampling={}) for m in REPORT_003_THRESHOLD)
+"""``REPORT_003_THRESHOLD`` on the embedded policy, with the rollouts of ``REPORT_003_EMBEDDED``'s
+curricula."""
 CONTRASTS_003_EMBEDDED = (
     *((m.name, UNIFORM.name) for m in REPORT_003_EMBEDDED[:4]),
     (REPORT_003[4].name, WHOLE_UNIFORM.name),
@@ -318,8 +355,10 @@ def method_config(method: Method, preset: StudyPreset, seed: int) -> EvalRunConf
     if method.kind == "ipo":
         return _with_sets(preset.ipo_config(seed), method)
     options = dict(method.options)
-    if method.sampler in ("staged_thirds", "solution_count_hybrid") or method.sampler.startswith(
-        ("fsc_", "solution_count_")
+    if (
+        method.sampler in ("staged_thirds", "solution_count_hybrid")
+        or method.sampler.startswith(("fsc_", "solution_count_"))
+        or "warmup_fraction" in options
     ):
         options.setdefault("total_steps", preset.steps)
     if method.sampler.startswith("fsc_"):
@@ -328,19 +367,43 @@ def method_config(method: Method, preset: StudyPreset, seed: int) -> EvalRunConf
     if method.sampling:
         config = replace(config, sampling=replace(config.sampling, **method.sampling))
     if method.evaluation:
-        config = replace(config, eval=replace(config.eval, **method.evaluation))
+        config = replace(config, eval=replace(config.eval, **evaluation_changes(method, preset)))
+    if method.loss:
+        config = replace(config, loss=replace(config.loss, **method.loss))
     return _with_sets(config, method)
+
+
+def evaluation_changes(method: Method, preset: StudyPreset) -> dict[str, Any]:
+    """The ``EvalSpec`` changes of ``method.evaluation`` at ``preset``: ``SNAPSHOTS`` becomes the preset's
+    snapshot interval and validation size (``StudyPreset.snapshot_eval``)."""
+    changes = dict(method.evaluation)
+    if changes.pop("snapshots", False):
+        changes = {**preset.snapshot_eval, **changes}
+    return changes
 
 
 def locate_config(kind: str, config, root=None) -> RunStore:
     """The run store ``run_config`` uses for ``config`` of a method of ``kind`` (its run id and folder),
-    without making, loading or running anything (``is_done`` says whether it finished)."""
-    identity = policy_identity(config.data.policy)
+    without making, loading or running anything (``is_done`` says whether it finished). An RLOO run's id
+    covers every model it uses (``training.loop.run_identity``)."""
+    identity = run_identity(config) if kind == "rloo" else policy_identity(config.data.policy)
     return RunStore.locate(config, root=root, prefix=RUN_PREFIXES[kind], identity=identity)
 
 
+def check_committed_provenance(store: RunStore) -> None:
+    """Refuse to make a run in the committed run store (``paths.runs_dir()``, the full preset's: its runs
+    feed the committed tables) from a tree whose code differs from its commit
+    (``runs.provenance.check_clean_tree``; ``$COUNTDOWN_STUDY_ALLOW_DIRTY=1`` warns instead). A finished run
+    loads from any tree, and other stores (quick, tiny, tests) are not checked."""
+    if store.is_done or store.path.parent.resolve() != paths.runs_dir().resolve():
+        return
+    check_clean_tree(f"run {store.run_id} in the committed run store {paths.display_path(store.path.parent)}")
+
+
 def run_config(kind: str, config, root=None, progress: bool = True, wait: bool = True) -> RunStore:
-    """Run (or load) the config ``method_config`` built for a method of ``kind``."""
+    """Run (or load) the config ``method_config`` built for a method of ``kind``; a new run in the committed
+    run store must come from a clean tree (``check_committed_provenance``)."""
+    check_committed_provenance(locate_config(kind, config, root))
     if kind == "sft":
         return evaluate_policy_run(config, root=root, wait=wait)
     if kind == "ipo":
@@ -351,8 +414,10 @@ def run_config(kind: str, config, root=None, progress: bool = True, wait: bool =
 def run_method(
     method: Method, preset: StudyPreset, seed: int, root=None, progress: bool = True, wait: bool = True
 ) -> RunStore:
-    """Run (or load) one method at one seed; ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
+    """Run (or load) one method at one seed in the store at ``root`` (default: the preset's own,
+    ``paths.runs_dir(preset.name)``); ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
     config = method_config(method, preset, seed)
+    root = root if root is not None else paths.runs_dir(preset.name)
     return run_config(method.kind, config, root=root, progress=progress, wait=wait)
 
 
@@ -361,7 +426,7 @@ def _with_sets(config, method: Method):
 
     An extra set never has more tasks than the preset's held-out set: a generated set's count is capped
     at ``data.eval_limit`` (``countdown.load.limit_spec``; ours). The full preset's 200-task OOD set is
-    whole (500 held-out tasks); the quick preset evaluates 100 OOD tasks and the tiny one 6, so a smaller
+    whole (500 held-out tasks); the quick preset evaluates 20 OOD tasks and the tiny one 6, so a smaller
     preset is not dominated by a set it reads only beside the main one.
     """
     if not method.eval_sets:
@@ -418,7 +483,14 @@ def run_study(
     names = [m.name for m in methods]
     if len(set(names)) != len(names):
         raise ValueError(f"method names must be unique, got {names}")
-    stores = run_all(methods, preset, root=root, progress=progress)
+    return gather_study(methods, preset, run_all(methods, preset, root=root, progress=progress))
+
+
+def gather_study(
+    methods: Sequence[Method], preset: StudyPreset, stores: Mapping[tuple[str, int], RunStore]
+) -> StudyResult:
+    """The ``StudyResult`` of finished runs ``stores`` (keyed ``(method name, seed)``) of ``methods`` at
+    every seed of ``preset``: their runs, per-sample verdicts and RLOO step logs."""
     runs, samples, steps = [], [], []
     for method in methods:
         for seed in preset.seeds:
@@ -435,7 +507,7 @@ def run_study(
         runs=pd.DataFrame(runs),
         samples=pd.concat(samples, ignore_index=True),
         steps=pd.concat(steps, ignore_index=True).copy() if steps else pd.DataFrame(),  # one block per dtype
-        methods=tuple(names),
+        methods=tuple(m.name for m in methods),
     )
 
 

@@ -8,14 +8,24 @@ to every ``outputs.save_table`` / ``outputs.save_figure``:
 
 ``meta`` holds relative facts only (notebook, preset, policy, run ids, git state of each run), never a
 folder, so executed notebooks and the ``.meta.json`` sidecars read the same on every machine.
+
+Its last cell prints where the outputs went and how many runs were trained or reused:
+
+    print(notebook_summary(meta, result))
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from countdown_study import study
+import pandas as pd
+
+from countdown_study import paths, study
+from countdown_study.reporting.outputs import STAGE_ENV, written_by
+from countdown_study.study.methods import locate_config, method_config
 
 if TYPE_CHECKING:
     from countdown_study.study import Method, StudyPreset, StudyResult
@@ -45,12 +55,58 @@ def run_notebook_study(
     ``meta`` is ``{"notebook", "preset", "policy", "runs"}`` with one ``RUN_FIELDS`` record per
     (method, seed). ``progress`` shows the training bars (off: a notebook's outputs keep no bars).
     """
-    result = study.run_study(methods, study.study_preset(preset, policy=policy), progress=progress)
+    at = study.study_preset(preset, policy=policy)
+    root = paths.runs_dir(preset)
+    finished = finished_before(methods, at, root)
+    result = study.run_study(methods, at, root=root, progress=progress)
+    keys = zip(result.runs["method"], result.runs["seed"], strict=True)
+    reused = [finished[key] for key in keys]
     meta = {"notebook": notebook, "preset": preset, "policy": policy, "runs": run_records(result)}
-    return result, meta
+    return replace(result, runs=result.runs.assign(reused=reused)), meta
+
+
+def finished_before(methods: Sequence[Method], preset: StudyPreset, root) -> dict[tuple[str, int], bool]:
+    """Whether each (method name, seed) run of ``preset`` is already finished in the store at ``root``."""
+    return {
+        (method.name, seed): locate_config(method.kind, method_config(method, preset, seed), root).is_done
+        for method in methods
+        for seed in preset.seeds
+    }
 
 
 def run_records(result: StudyResult) -> list[dict[str, Any]]:
     """One ``RUN_FIELDS`` record per run of ``result`` (run ids, not folders)."""
     runs = result.runs
     return runs[[c for c in RUN_FIELDS if c in runs.columns]].to_dict("records")
+
+
+def notebook_summary(meta: Mapping[str, Any], *results: StudyResult) -> str:
+    """Where a notebook's tables and figures went, and how many of its runs were trained or reused.
+
+    ``meta`` names the notebook and preset; ``results`` are its studies (``run_notebook_study``: a run
+    counts as reused when it had finished before the notebook asked for it). Folders are shown relative to
+    the project (``paths.display_path``), so executed copies name no folder of the machine.
+    """
+    notebook, preset = str(meta["notebook"]), str(meta["preset"])
+    tables, figures = (written_by(meta, kind) for kind in ("tables", "figures"))
+    lines = [
+        f"{notebook} at the {preset} preset: {count(len(tables), 'table')}, {count(len(figures), 'figure')}"
+    ]
+    lines += [f"  tables    {paths.display_path(paths.tables_dir(preset))}/"] if tables else []
+    lines += [f"  figures   {paths.display_path(paths.figures_dir(preset))}/"] if figures else []
+    if os.environ.get(STAGE_ENV):  # run by ``countdown-study run``: the executed copy is kept
+        lines.append(f"  executed  {paths.display_path(paths.executed_dir(preset))}/{notebook}.ipynb")
+    runs = pd.concat([r.runs for r in results], ignore_index=True) if results else pd.DataFrame()
+    if len(runs):
+        runs = runs.drop_duplicates("run_id")
+        reused = int(runs["reused"].sum()) if "reused" in runs else 0
+        lines.append(
+            f"  runs      {paths.display_path(paths.runs_dir(preset))}/: {count(len(runs), 'run')}, "
+            f"{len(runs) - reused} trained, {reused} reused"
+        )
+    return "\n".join(lines)
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: ``1 table``, ``0 tables``, ``3 tables``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -4,8 +4,10 @@ Notebooks live in ``paths.notebooks_dir()`` and are named ``NN_name.ipynb``; the
 Each receives the papermill parameters ``preset`` (and any ``-p name value`` given here) in its
 cell tagged ``parameters``; the executed copy goes to ``paths.executed_dir(preset)`` (``results/executed/``
 for the full preset, ``results/presets/<preset>/executed/`` for the others). A failing notebook is
-reported with its error and does not stop the others; its executed copy (with the traceback) is
-kept under ``executed/failed/`` so that nothing half-written looks finished.
+reported with its error and does not stop the others. papermill writes the copy into the notebook's
+staging folder (``paths.staging_dir``) as it goes; it moves to ``executed/`` when the notebook succeeds and,
+with its traceback, to ``executed/failed/`` when it fails, so that nothing half-written looks finished and
+a successful run leaves no ``failed/`` folder behind.
 
 Executed copies are meant to be read: each kernel starts with ``KERNEL_ENVIRONMENT`` (no third-party
 progress bars, no tqdm notice about ipywidgets), the notebooks themselves pass ``progress=False`` to
@@ -15,6 +17,7 @@ the papermill metadata of a copy names its notebook and copy by relative path, n
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -35,6 +38,7 @@ from countdown_study.paths import (
     tables_dir,
 )
 from countdown_study.reporting.outputs import STAGE_ENV
+from countdown_study.runs.threads import wait_policy
 
 PRESETS = ("tiny", "quick", "full")
 """``tiny`` is for tests (seconds), ``quick`` for a 2-core machine (minutes), ``full`` for the paper."""
@@ -44,6 +48,7 @@ KERNEL_ENVIRONMENT = {
     "TQDM_DISABLE": "1",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' bars (they ignore TQDM_DISABLE in a notebook)  # bars of other libraries (transformers' "Loading weights", "Writing model shards")
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto without ipywidgets, printed with its path
+    **wait_policy(),  # OpenMP threads sleep when idle (runs.threads): the user's value, else PASSIVE
 }
 """Environment variables every notebook kernel starts with (added to the kernel spec's own)."""
 
@@ -91,12 +96,12 @@ def execute_notebook(
     """Execute one notebook with papermill; a failure is returned, not raised."""
     import papermill as pm
 
-    executed = executed_dir(preset)
-    out = executed / notebook.name
-    tmp = executed / "failed" / notebook.name
-    tmp.parent.mkdir(parents=True, exist_ok=True)
+    out = executed_dir(preset) / notebook.name
+    failed = executed_dir(preset) / "failed" / notebook.name
     staged = staging_dir(preset, notebook.stem)
     shutil.rmtree(staged, ignore_errors=True)  # what a killed earlier attempt staged
+    tmp = staged / notebook.name  # the copy papermill writes as it goes
+    tmp.parent.mkdir(parents=True, exist_ok=True)
     start = time.time()
     if not progress:  # several at once: a line per start instead of interleaved bars
         print(f"started {notebook.name} at {time.strftime('%H:%M:%S')}\n", end="", flush=True)  # one write
@@ -115,14 +120,18 @@ def execute_notebook(
     except (pm.exceptions.PapermillException, ValueError, OSError, KeyError) as err:  # it could not start
         error = f"{type(err).__name__}: {err}"  # (an unknown kernel is a KeyError, NoSuchKernel)
     else:
-        publish_staged(staged, preset)
         _relative_papermill_paths(tmp, notebook, out)
+        out.parent.mkdir(parents=True, exist_ok=True)
         os.replace(tmp, out)
+        publish_staged(staged, preset)
+        _drop_failed_copy(failed)
         return NotebookRun(notebook.name, True, time.time() - start, str(out))
-    shutil.rmtree(staged, ignore_errors=True)  # the previous complete set of tables and figures stays
     if tmp.exists():
-        _relative_papermill_paths(tmp, notebook, tmp)
-    return NotebookRun(notebook.name, False, time.time() - start, str(tmp), error)
+        _relative_papermill_paths(tmp, notebook, failed)
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, failed)
+    shutil.rmtree(staged, ignore_errors=True)  # the previous complete set of tables and figures stays
+    return NotebookRun(notebook.name, False, time.time() - start, str(failed), error)
 
 
 def publish_staged(staged: Path, preset: str) -> None:
@@ -134,6 +143,13 @@ def publish_staged(staged: Path, preset: str) -> None:
         for file in files:
             os.replace(file, final / file.name)
     shutil.rmtree(staged, ignore_errors=True)
+
+
+def _drop_failed_copy(failed: Path) -> None:
+    """Remove an earlier failure's copy of a notebook that now succeeded, and ``failed/`` once empty."""
+    failed.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # absent, or holding another notebook's failed copy
+        failed.parent.rmdir()
 
 
 @functools.cache
@@ -162,15 +178,30 @@ def kernel_manager_class() -> type:
     return StudyKernelManager
 
 
+TIMING_FIELDS = ("start_time", "end_time", "duration")
+"""papermill's clock readings in a copy's metadata and each cell's, removed (with the kernel's ``execution``
+time stamps; the injected parameters cell gets a fixed id) so that re-executing a notebook whose outputs
+did not change gives the same file."""
+
+
 def _relative_papermill_paths(copy: Path, notebook: Path, final: Path) -> None:
     """Rewrite the copy's ``papermill.input_path`` / ``output_path`` as paths relative to the project
-    root and the results folder (papermill records the absolute paths it was given)."""
+    root and the results folder (papermill records the absolute paths it was given), drop its clock
+    readings (``TIMING_FIELDS``; ``NotebookRun.seconds`` and the command's output say how long it took) and
+    give the injected parameters cell a fixed id."""
     nb = nbformat.read(copy, as_version=4)
     record = nb.metadata.get("papermill")
     if record is None:
         return
     record["input_path"] = _relative(notebook, project_root())
     record["output_path"] = _relative(final, results_dir())
+    for metadata in (nb.metadata, *(cell.metadata for cell in nb.cells)):
+        metadata.pop("execution", None)
+        for field in TIMING_FIELDS:
+            metadata.get("papermill", {}).pop(field, None)
+    for cell in nb.cells:  # papermill gives the cell it adds a random id
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell["id"] = "injected-parameters"
     nbformat.write(nb, copy)
 
 

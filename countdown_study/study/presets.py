@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any
 
-from countdown_study.evaluation.evaluate import EVAL_SAMPLING
+from countdown_study.evaluation.evaluate import EVAL_MAX_NEW_TOKENS, EVAL_SAMPLING
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import SamplingConfig
@@ -45,10 +45,9 @@ class StudyPreset:
     """Samples per evaluation task."""
     max_new_tokens: int = 96
     """Generation budget of training rollouts (they stop at ``</answer>``)."""
-    eval_max_new_tokens: int = 224
-    """Generation budget of evaluation rollouts (whole rollouts, the last answer graded): up to the
-    embedded model's 256 positions (prompts are at most 32 tokens). On the 500 shared tasks the SFT
-    policy's rollouts were cut at 96 tokens in 32% of samples (pass@1 0.323), at 224 in 9.8% (0.376)."""
+    eval_max_new_tokens: int = EVAL_MAX_NEW_TOKENS
+    """Generation budget of evaluation rollouts (whole rollouts, the last answer graded): the study's,
+    ``evaluation.defaults.EVAL_MAX_NEW_TOKENS`` (its docstring says why)."""
     data: DataSpec = field(default_factory=DataSpec)
     """Starting policy (tokenizer, template) of every method, training pool, held-out evaluation source;
     its ``eval_limit`` is replaced by this preset's."""
@@ -56,6 +55,13 @@ class StudyPreset:
     """Prompts sampled for IPO pairs."""
     survey_tasks: int = 20_000
     """Generated tasks surveyed by the task-and-solver notebook."""
+    snapshots: int = 6
+    """Checkpoint evaluations of a run that asks for them (report 003's sweep, ``methods.SNAPSHOTS``): one
+    every ``steps // snapshots`` steps and one after the last (``snapshot_every``); 6 gives report 003's
+    every 10 of the full preset's 60 steps."""
+    validation_size: int = 200
+    """Validation tasks of those evaluations: the first this many of the training pool (report 003's
+    ``train[:200]``)."""
     threads: int = 2
     """torch threads of every run (part of its config): 2 for one study at a time on 2 cores, 1 for
     studies run side by side (``countdown-study run --jobs 2``)."""
@@ -67,6 +73,16 @@ class StudyPreset:
     def run_data(self) -> DataSpec:
         """The data of every run at this preset (``data`` with the preset's evaluation size)."""
         return replace(self.data, eval_limit=self.eval_limit)
+
+    @property
+    def snapshot_every(self) -> int:
+        """Steps between checkpoint evaluations (``snapshots``): 10 of the full preset's 60 steps."""
+        return max(1, self.steps // self.snapshots)
+
+    @property
+    def snapshot_eval(self) -> dict[str, int]:
+        """The ``EvalSpec`` changes of a run evaluating checkpoints at this preset (``methods.SNAPSHOTS``)."""
+        return {"snapshot_every": self.snapshot_every, "validation_size": self.validation_size}
 
     @property
     def run_eval(self) -> EvalSpec:
@@ -107,10 +123,12 @@ STUDY_PRESETS: dict[str, StudyPreset] = {
     # Seconds: exercises every code path of a notebook (tests).
     "tiny": StudyPreset("tiny", seeds=(0,), steps=2, prompts_per_step=4, group_size=4, eval_limit=6, eval_n=16,
                         max_new_tokens=48, eval_max_new_tokens=48, data=DataSpec(train_tasks="generated:500:1"), ipo_prompts=16,
-                        survey_tasks=300, threads=1),
-    # Minutes on 2 cores: one seed, 20 RLOO steps of 16 prompts x 8, 100 shared tasks x 16.
-    "quick": StudyPreset("quick", seeds=(0,), steps=20, prompts_per_step=16, group_size=8, eval_limit=100,
-                         eval_n=16, ipo_prompts=256),
+                        survey_tasks=300, threads=1, snapshots=1, validation_size=6),
+    # The README's main command: every notebook and code path in about 10 minutes on 2 cores. One seed,
+    # 8 RLOO steps of 8 prompts x 4 samples, 20 shared tasks x 16, checkpoints evaluated after steps 4
+    # and 8 on 20 validation tasks; the numbers are too noisy to read, the run shows the study works.
+    "quick": StudyPreset("quick", seeds=(0,), steps=8, prompts_per_step=8, group_size=4, eval_limit=20,
+                         eval_n=16, ipo_prompts=64, survey_tasks=5_000, snapshots=2, validation_size=20),
     # The paper: 5 seeds (the fewest a t-interval over seeds works with), the CPU preset (60 steps of
     # 32 x 8) with the reports' KL 0.001 and entropy 0.001, 500 shared tasks x 16 samples; one thread per
     # run, two studies side by side (`--jobs 2`: 1.09x the RLOO steps per minute of one two-thread run,

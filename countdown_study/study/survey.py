@@ -1,15 +1,17 @@
 """The task survey of notebook 01: Difficulty Vectors with tiers and levels, and their summaries.
 
 ``survey_table`` runs the exact solver over a task list (report 002's Difficulty Vector plus report
-004's tier and the easy / medium / hard level); ``by_num_count``, ``by_tier`` and ``by_level`` are pure
-group-bys of that table, one row per group, in the order of ``countdown.TIERS`` / ``countdown.LEVELS``.
-Needs no torch.
+004's tier and our solver-based easy / medium / hard level); ``by_num_count``, ``by_tier`` and
+``by_level`` are pure group-bys of that table, one row per group, in the order of ``countdown.TIERS`` /
+``countdown.LEVELS``. ``by_level_pools`` summarises levels given as pools, such as report 001's own
+nested levels (``samplers.sliding_window.level_pools``, the default of its controller). Needs no torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from countdown_study import countdown
@@ -21,7 +23,8 @@ many or more"."""
 
 
 def survey_table(tasks: Sequence[Task], workers: int = 1) -> pd.DataFrame:
-    """One row per task: its Difficulty Vector (``countdown.DV_COLUMNS``) plus ``tier`` and ``level``.
+    """One row per task: its Difficulty Vector (``countdown.DV_COLUMNS``) plus ``tier`` and ``level``
+    (``countdown.level_labels``: our solver-based partition, a variant of report 001's nested levels).
 
     Tiers and levels reuse the table's own solution counts, so the solver runs once per task.
     """
@@ -73,7 +76,8 @@ def by_tier(dv: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_level(dv: pd.DataFrame) -> pd.DataFrame:
-    """Per level: tasks, median solution count and ``share`` of all tasks.
+    """Per level of the table's ``level`` column (our solver-based partition): tasks, median solution
+    count and ``share`` of all tasks.
 
     Rows follow ``countdown.LEVELS`` (easy, medium, hard); shares sum to 1.
     """
@@ -84,6 +88,30 @@ def by_level(dv: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     return table.assign(level=table["level"].astype(str), share=table["tasks"] / len(dv))
+
+
+def by_level_pools(dv: pd.DataFrame, pools: Mapping[str, Sequence[int]]) -> pd.DataFrame:
+    """Per level of ``pools`` (level -> row positions in ``dv``): tasks, median solution count and
+    ``share`` of all tasks, the columns of ``by_level``.
+
+    For report 001's own levels pass ``samplers.sliding_window.level_pools(tasks)``: easy = the 3-number
+    tasks, medium = the 4-number tasks, hard = every task (nested, as its counts 240,608 + 249,706 =
+    490,314 say), so shares sum past 1. Rows follow ``countdown.LEVELS``, then other levels.
+    """
+    order = [
+        *(lv for lv in countdown.LEVELS if lv in pools),
+        *(lv for lv in pools if lv not in countdown.LEVELS),
+    ]
+    counts = dv["solution_count"].to_numpy()
+    rows = []
+    for level in order:
+        members = np.asarray(pools[level], dtype=np.int64)
+        if members.size and (members.min() < 0 or members.max() >= len(dv)):
+            raise ValueError(f"level {level!r} holds positions outside the table's {len(dv)} rows")
+        median = float(np.median(counts[members])) if members.size else float("nan")
+        rows.append({"level": level, "tasks": int(members.size), "solutions_median": median,
+                     "share": members.size / len(dv)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["level", "tasks", "solutions_median", "share"])
 
 
 def _ordered(labels: pd.Series, order: Sequence[str]) -> pd.Categorical:

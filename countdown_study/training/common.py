@@ -13,10 +13,11 @@ from countdown_study.countdown.splits import dedupe
 from countdown_study.countdown.task import Task
 from countdown_study.evaluation import evaluate as evaluation
 from countdown_study.policy import load_policy, prompt_template
-from countdown_study.runs.files import atomic_path
+from countdown_study.runs.files import atomic_path, write_checksums
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import derive_seed
 from countdown_study.training.device import describe_device, prepare_device, resolve_device
+from countdown_study.training.finite import check_finite_weights
 from countdown_study.training.specs import DataSpec, EvalSpec
 
 if TYPE_CHECKING:
@@ -134,6 +135,10 @@ def evaluate_snapshot(
 
 
 def save_final(store: RunStore, model, tokenizer) -> None:
-    """The run's final policy in ``checkpoints/final`` (a ``save_pretrained`` folder)."""
-    model.save_pretrained(store.checkpoint_dir / "final")
-    tokenizer.save_pretrained(store.checkpoint_dir / "final")
+    """The run's final policy in ``checkpoints/final`` (a ``save_pretrained`` folder): its weights checked
+    finite first, its files' SHA-256 recorded after (``final.sha256.json``, checked where it loads)."""
+    final = store.checkpoint_dir / "final"
+    check_finite_weights(model.state_dict(), f"final weights of run {store.run_id}")
+    model.save_pretrained(final)
+    tokenizer.save_pretrained(final)
+    write_checksums(final)

@@ -39,6 +39,7 @@ from countdown_study.training.common import (
     study_tasks,
 )
 from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
+from countdown_study.training.finite import check_finite_step, total_grad_norm
 from countdown_study.training.specs import DataSpec, EvalSpec, check_positive, check_seed
 
 # ---------------------------------------------------------------------------------------------------
@@ -148,8 +149,10 @@ def fit_ipo(
             k = len(chunk)
             loss, stats = ipo_loss(scores[:k], scores[k:], ref[:k], ref[k:], config.tau)
             loss.backward()
+            grad_norm = total_grad_norm(model)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+            check_finite_step("IPO", step, {**stats, "grad_norm": grad_norm})  # a NaN stops the run: no DONE
             log({"step": step, **stats})
             step += 1
             bar.update(1)

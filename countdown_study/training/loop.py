@@ -27,7 +27,10 @@ Auxiliary losses (report 003's VCC) plug in beside the RLOO loss through the con
 
 ``train(config)`` runs a whole run in the run store (``results/runs/<run_id>/``): a finished config is
 loaded instead of trained; an unfinished one resumes from its last checkpoint (written every
-``checkpoint_every`` steps, atomically) and ends with the same metrics as an uninterrupted run.
+``checkpoint_every`` steps, atomically) and ends with the same metrics as an uninterrupted run. The run id
+covers the config and ``run_identity`` (the fingerprint of every model the run uses). A run that evaluates
+snapshots (``EvalSpec.snapshot_every``) takes its validation tasks out of its training pool first
+(``specs.split_validation``): its sampler's task indices count from the first task after them.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from tqdm.auto import tqdm
 
 from countdown_study.countdown.commit import commit_rewards
 from countdown_study.countdown.grading import Grades, grade_batch
+from countdown_study.evaluation.evaluate import EVAL_SAMPLING
 from countdown_study.objectives.rloo import RLOOConfig, rloo_advantages, rloo_loss
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import Rollouts, SamplingConfig, make_engine, model_device, sequence_logprobs
@@ -70,9 +74,23 @@ from countdown_study.training.common import (
     study_tasks,
 )
 from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
+from countdown_study.training.finite import check_finite_step
 from countdown_study.training.group_filters import GroupFilterSpec, fill, keep_groups, mixed_groups
-from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec, check_positive, check_seed
-from countdown_study.training.teacher import teacher_router  # noqa: F401  (registers "adsc_teacher")
+from countdown_study.training.specs import (
+    VALIDATION_SPLIT,
+    AuxLossSpec,
+    DataSpec,
+    EvalSpec,
+    check_positive,
+    check_seed,
+    eval_on_engine,
+    split_validation,
+)
+from countdown_study.training.teacher import (  # teacher_router registers "adsc_teacher"
+    sampler_models,
+    teacher_fingerprint,
+    teacher_router,  # noqa: F401
+)
 from countdown_study.training.vcc import VCCObjective  # noqa: F401  (registers the "vcc" objective)
 
 # ---------------------------------------------------------------------------------------------------
@@ -185,28 +203,41 @@ class TrainConfig:
             raise ValueError(f"unknown auxiliary objective(s) {unknown}; registered: {sorted(AUX_LOSSES)}")
 
 
+def on_engine(config: TrainConfig, engine: str) -> TrainConfig:
+    """``config`` with its training rollouts and its evaluation on rollout engine ``engine``
+    (``specs.eval_on_engine``): ``countdown-study train --engine`` and the paper preset. ``native`` leaves
+    a native config as it was."""
+    sampling = replace(config.sampling, engine=engine)
+    return replace(config, sampling=sampling, eval=eval_on_engine(config.eval, sampling))
+
+
 PRESETS: dict[str, TrainConfig] = {
     # CPU preset for the embedded policy: 32 prompts x 8, lr 1e-4, 96 new tokens, 60 steps, no KL.
     "cpu": TrainConfig(),
     # The reports' defaults (000, 002, 004): lr 1e-5 constant, 128 prompts, G = 8, KL 0.001,
     # entropy 0.001, temperature 1.0, 100 steps, on the paper policy and data; on a GPU where there is
-    # one, the update's log-probs projected 4,096 tokens at a time (a 151,936-token vocabulary).
-    "paper": TrainConfig(
-        data=DataSpec(
-            policy="asingh15/qwen-sft-countdown-defaultproj",
-            tokenizer="Qwen/Qwen2.5-0.5B",
-            template="qwen_chat",
-            train_tasks="asingh15/countdown_tasks_3to4",
+    # one, the update's log-probs projected 4,096 tokens at a time (a 151,936-token vocabulary). Training
+    # and evaluation both sample with vLLM in bf16 (one instance), evaluation at the reports' 1,024 tokens.
+    "paper": on_engine(
+        TrainConfig(
+            data=DataSpec(
+                policy="asingh15/qwen-sft-countdown-defaultproj",
+                tokenizer="Qwen/Qwen2.5-0.5B",
+                template="qwen_chat",
+                train_tasks="asingh15/countdown_tasks_3to4",
+            ),
+            eval=EvalSpec(sampling=replace(EVAL_SAMPLING, max_new_tokens=1024)),
+            steps=100,
+            prompts_per_step=128,
+            micro_batch=8,
+            attention="sdpa",
+            lr=1e-5,
+            loss=RLOOConfig(kl_coef=0.001, entropy_coef=0.001),
+            sampling=SamplingConfig(max_new_tokens=1024, dtype="bfloat16"),
+            device="auto",
+            logprob_chunk=4096,
         ),
-        steps=100,
-        prompts_per_step=128,
-        micro_batch=8,
-        attention="sdpa",
-        lr=1e-5,
-        loss=RLOOConfig(kl_coef=0.001, entropy_coef=0.001),
-        sampling=SamplingConfig(max_new_tokens=1024, engine="vllm"),
-        device="auto",
-        logprob_chunk=4096,
+        "vllm",
     ),
 }
 """Named configs; ``preset(name, **changes)`` derives variants."""
@@ -502,15 +533,17 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     if config.loss.kl_coef > 0 or any(getattr(a, "needs_reference", False) for a in aux_losses):
         ref_model = load_reference(config.data, config.attention, device)
     pool, eval_tasks = study_tasks(config.data)
+    pool, validation = split_validation(pool, config.eval)  # the validation tasks never train
     sampler = make_sampler(config.sampler, pool, config.seed, **config.sampler_options)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True
     )
     engine = make_engine(model, tokenizer, config.sampling)
+    engine.engine_for(config.eval.sampling)  # the evaluation's engine too, made now (once) if it differs
     done = load_checkpoint(store, model, optimizer, sampler)
     store.truncate_steps(done)
     snapshots = snapshot_steps(config.eval, config.steps)
-    snapshot_sets = {"val": pool[: config.eval.validation_size], "test": eval_tasks}
+    snapshot_sets = {"val": validation, "test": eval_tasks}
     writer = _tensorboard(store)
     bar = tqdm(
         range(done, config.steps),
@@ -521,6 +554,7 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     )
     for step in bar:
         record = rloo_step(step, model, ref_model, engine, optimizer, sampler, config, template, aux_losses)
+        check_finite_step("RLOO", step, record)  # a NaN loss or gradient stops the run: no DONE
         store.log_step(record)
         store.event(
             "step",
@@ -550,6 +584,20 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
     return {"eval": result.summary, "steps": config.steps}
 
 
+def run_identity(config: TrainConfig) -> dict[str, str]:
+    """What decides a run besides its config (``RunStore``'s identity, part of the run id): the fingerprint
+    of every model the run uses, the starting policy (also its frozen reference) and a sampler's task
+    proposer (``teacher.sampler_models``: ``adsc_teacher``'s teacher), so new weights under the same name
+    make new runs; and, for a run with snapshots, that its validation tasks are out of its training pool
+    (``specs.VALIDATION_SPLIT``). A run with neither a proposer nor snapshots has the policy's alone."""
+    identity = policy_identity(config.data.policy)
+    for role, name in sampler_models(config.sampler, config.sampler_options).items():
+        identity[role] = teacher_fingerprint(name)
+    if config.eval.snapshot_every:
+        identity["validation"] = VALIDATION_SPLIT
+    return identity
+
+
 def train(
     config: TrainConfig, root=None, prefix: str = "rloo", progress: bool = True, wait: bool = True
 ) -> RunStore:
@@ -559,7 +607,7 @@ def train(
     and the task sources of a run still to do are checked first: ``cuda`` without a CUDA device, or an
     empty or unreadable task source, fails before a run folder is made (a finished run loads anywhere).
     """
-    identity = policy_identity(config.data.policy)
+    identity = run_identity(config)
     if not RunStore.locate(config, root=root, prefix=prefix, identity=identity).is_done:
         resolve_device(config.device)
         with warnings.catch_warnings():  # the run itself warns about its tasks when it loads them

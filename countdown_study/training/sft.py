@@ -11,8 +11,10 @@ The hash covers ``run_config(config)``: the config without ``RUNTIME_FIELDS`` (t
 log intervals, loader workers), so changing those keeps the run. The store writes ``config.json``,
 provenance, ``steps.jsonl`` (``step`` is the 0-based step index; loss, lr, wall seconds),
 ``results.json`` (``run_facts``) and ``DONE``; the resumable checkpoint (model, optimizer, step, RNG
-state) is ``checkpoints/last.pt``, written atomically, and the final weights ``checkpoints/final/``.
-An unfinished run resumes from its checkpoint and ends with the weights of an uninterrupted one.
+state) is ``checkpoints/last.pt``, written atomically, and the final weights ``checkpoints/final/``,
+each with its SHA-256 beside it, checked when it loads (``training.checkpoint``: ``weights_only``, so
+a checkpoint runs no code). An unfinished run resumes from its checkpoint and ends with the weights of
+an uninterrupted one. A non-finite loss or gradient norm stops the run at that step (``training.finite``).
 
 A checkpoint of another run whose schedule differs only in length (``steps``, ``decay_fraction``)
 continues into this run's schedule when it lies before both decay starts (``resume_from``): the steps
@@ -34,7 +36,6 @@ run's weights to the recipe's folder with ``sft.json``.
 from __future__ import annotations
 
 import json
-import pickle
 import platform
 import time
 import warnings
@@ -65,9 +66,15 @@ from countdown_study.rollout.core import HOST
 from countdown_study.runs.files import OMIT_AT_DEFAULT, atomic_write_json, atomic_write_text, plain
 from countdown_study.runs.provenance import git_state
 from countdown_study.runs.store import RunNotFinishedError, RunStore, is_finished
-from countdown_study.training.checkpoint import write_checkpoint
+from countdown_study.training.checkpoint import (
+    UnreadableCheckpointError,
+    read_checkpoint,
+    remove_checkpoint,
+    write_checkpoint,
+)
 from countdown_study.training.common import save_final, start_on_device
 from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
+from countdown_study.training.finite import check_finite_step, total_grad_norm
 from countdown_study.training.sft_data import (
     collate,
     encode_example,
@@ -337,27 +344,18 @@ def load_sft(run: RunStore | str | Path):
     return load_policy(final_model_dir(run))
 
 
-UNREADABLE = (RuntimeError, EOFError, OSError, ValueError, KeyError, TypeError, pickle.UnpicklingError)
-"""What ``torch.load`` of a torn, truncated or foreign file raises (and a state without its step)."""
-
-
 def _read_own_checkpoint(path: Path) -> dict | None:
-    """The run's own checkpoint, or None when there is none; one that cannot be read is reported with
-    its path and removed, and the run starts over as if it had none (``checkpoint.load_checkpoint``)."""
+    """The run's own checkpoint, or None when there is none; one that cannot be read or differs from its
+    recorded SHA-256 (``checkpoint.read_checkpoint``) is reported with its path and removed, and the run
+    starts over as if it had none (``checkpoint.load_checkpoint``)."""
     if not path.is_file():
         return None
     try:
-        state = torch.load(path, weights_only=False, map_location=HOST)  # the RNG state must stay on the host
-        int(state["step"])
-    except UNREADABLE as err:
-        warnings.warn(
-            f"checkpoint {path} cannot be read ({type(err).__name__}: {err}); it is removed and the run "
-            "starts over",
-            stacklevel=3,
-        )
-        path.unlink()
+        return read_checkpoint(path, map_location=HOST)  # the RNG state must stay on the host
+    except UnreadableCheckpointError as err:
+        warnings.warn(f"{err}; it is removed and the run starts over", stacklevel=3)
+        remove_checkpoint(path)
         return None
-    return state
 
 
 def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) -> tuple[int, float, float]:
@@ -369,7 +367,7 @@ def _restore(store: RunStore, config: SFTConfig, resume_from, model, optimizer) 
             return 0, 0.0, float("nan")
         source, own = Path(resume_from), False
         source = checkpoint_path(source) if source.is_dir() else source
-        state = torch.load(source, weights_only=False, map_location=HOST)
+        state = read_checkpoint(source, map_location=HOST)  # checked and tensors only, or refused
     _check_resumable(state["config"], config, state["step"])
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
@@ -408,9 +406,12 @@ def _run_sft(config: SFTConfig, store: RunStore, resume_from, stop_after, progre
         optimizer.zero_grad(set_to_none=True)
         loss = train_step_gradients(model, tokenizer, examples, config.length_buckets)
         if config.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip))
+        else:
+            grad_norm = total_grad_norm(model)
         optimizer.step()
         loss_value, done = float(loss.detach()), step + 1
+        check_finite_step("SFT", step, {"loss": loss_value, "grad_norm": grad_norm})  # no DONE after a NaN
         bar.update(1)
         wall = wall_before + time.perf_counter() - t0
         if done % config.log_every == 0 or done == end:

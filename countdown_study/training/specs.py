@@ -6,18 +6,23 @@
 (``policy`` + ``tokenizer`` + ``template``) passes through every kind of run the same way, and a run's
 id covers all of it. ``AuxLossSpec`` names an auxiliary objective (report 003's VCC) with its
 settings: a field of the RLOO config, so two runs with different auxiliary settings never share a
-run folder.
+run folder. ``eval_on_engine`` puts a run's evaluation on its training engine; ``split_validation`` takes a
+run's validation tasks out of its training pool.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from countdown_study.evaluation.evaluate import EVAL_SAMPLING
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runs.files import OMIT_AT_DEFAULT
 
+T = TypeVar("T")
+"""A task of a pool (``split_validation`` keeps the pool's own type)."""
 TRAIN_POOL = "generated:20000:1"
 """The study's training pool: 20,000 generated tasks (seed 1); evaluation keys are removed from it."""
 HELD_OUT = "generated:1000:0"
@@ -81,8 +86,9 @@ class EvalSpec:
     snapshot_n: int = field(default=4, metadata=OMIT_AT_DEFAULT)
     """Samples per task at each snapshot (fewer than ``n``: a snapshot is read for its pass@1)."""
     validation_size: int = field(default=200, metadata=OMIT_AT_DEFAULT)
-    """Validation tasks of the snapshots: the first this many tasks of the run's training pool, as report
-    003's ``train[:200]`` (they stay in the pool, as theirs did)."""
+    """Validation tasks of the snapshots: the first this many tasks of the run's training pool, taken out
+    of it, so the sampler never draws them (report 003's ``train[:200]`` for validation and ``train[200:]``
+    for training; ``split_validation``). Without snapshots the whole pool trains."""
 
     def __post_init__(self) -> None:
         if self.snapshot_every < 0 or self.snapshot_n < 1 or self.validation_size < 1:
@@ -97,6 +103,38 @@ class EvalSpec:
         names = [pair[0] for pair in self.extra_sets]
         if any(not (isinstance(n, str) and n.isidentifier()) for n in names) or len(set(names)) != len(names):
             raise ValueError(f"extra_sets names must be distinct identifiers, got {names}")
+
+
+def eval_on_engine(spec: EvalSpec, training: SamplingConfig) -> EvalSpec:
+    """``spec`` sampling on the engine of the ``training`` rollouts, so a run builds one engine for both.
+
+    The evaluation keeps its own temperature, top-p / top-k, budget and stopping. On ``vllm`` it also takes
+    the training dtype (one vLLM instance runs one dtype); the in-process engines keep the evaluation's
+    own dtype, so a native run's config, and its run id, are unchanged.
+    """
+    changes = {"engine": training.engine}
+    if training.engine == "vllm":
+        changes["dtype"] = training.dtype
+    return replace(spec, sampling=replace(spec.sampling, **changes))
+
+
+VALIDATION_SPLIT = "validation tasks held out of the training pool"
+"""What a run with snapshots records in its identity (``training.loop.run_identity``): its validation tasks
+are out of the pool it trains on. Runs from before the split kept them in the pool and have other ids."""
+
+
+def split_validation(pool: Sequence[T], spec: EvalSpec) -> tuple[list[T], list[T]]:
+    """``(training pool, validation tasks)`` of a run: with snapshots (``spec.snapshot_every``), the first
+    ``spec.validation_size`` tasks of ``pool`` validate and the rest train (report 003's ``train[200:]``
+    and ``train[:200]``, disjoint); without, the whole pool trains and no task validates."""
+    if not spec.snapshot_every:
+        return list(pool), []
+    if len(pool) <= spec.validation_size:
+        raise ValueError(
+            f"the training pool has {len(pool)} tasks: none left to train on after the first "
+            f"{spec.validation_size} are held out for validation (EvalSpec.validation_size)"
+        )
+    return list(pool[spec.validation_size :]), list(pool[: spec.validation_size])
 
 
 @dataclass(frozen=True)

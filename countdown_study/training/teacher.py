@@ -19,7 +19,9 @@ The router's ``rng`` is ``derive_rng(run seed, step, SamplerStream.STEP, 1 + arm
 proposals are a function of (weights, seed, step); the resume state (``state_dict``) is the accepted
 keys and the outcome counts. Any causal LM works: ``load_teacher("teacher")`` is the package's own
 proposer (``training.teacher_train``, shipped in ``checkpoints/teacher``), a folder or Hugging Face id
-goes through ``policy.load_policy`` (use ``engine="hf"`` for a model the native engine cannot run).
+goes through ``policy.load_policy`` (use ``engine="hf"`` for a model the native engine cannot run). A
+run's id covers its teacher's weights (``teacher_fingerprint``, in ``training.loop.run_identity``), so a
+retrained teacher under the same name makes new runs.
 
 Importing this module registers the sampler ``adsc_teacher``: report 004's router (``ADSC_SYNTHETIC``)
 with this generator over the shipped teacher as its synthetic source (``teacher_router``).
@@ -28,9 +30,10 @@ with this generator over the shipped teacher as its synthetic source (``teacher_
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +48,7 @@ from countdown_study.countdown.synthetic import (
 )
 from countdown_study.countdown.task import Task
 from countdown_study.paths import PACKAGE_DIR
-from countdown_study.policy import load_policy, prompt_template
+from countdown_study.policy import load_policy, policy_fingerprint, prompt_template
 from countdown_study.rollout import SamplingConfig, make_engine
 from countdown_study.samplers import SAMPLERS
 from countdown_study.samplers.bandit_router import ADSC_SYNTHETIC, BanditRouterConfig, BanditRouterSampler
@@ -60,15 +63,19 @@ from countdown_study.training.teacher_data import (
 
 SOURCE = "teacher"
 """The ``source`` field of the teacher's log rows."""
+SHIPPED_TEACHER = "teacher"
+"""The name of the shipped proposer (``teacher_source``), every teacher option's default."""
+TEACHER_SAMPLERS = ("adsc_teacher",)
+"""Samplers that run a teacher: their ``teacher`` option names it (``sampler_models``)."""
 TEACHER_CHECKPOINT_DIR = PACKAGE_DIR / "checkpoints" / "teacher"
 """The shipped task proposer (package data, made by ``countdown-study teacher --ship``)."""
 TEACHER_INFO_FILE = "teacher.json"
 """Beside the shipped weights: the proposer's config, training facts and measured acceptance."""
 
 
-def teacher_source(name_or_path: str | Path = "teacher") -> Path | str:
+def teacher_source(name_or_path: str | Path = SHIPPED_TEACHER) -> Path | str:
     """``"teacher"``: the shipped proposer's folder; anything else as ``load_policy`` takes it."""
-    if str(name_or_path) != "teacher":
+    if str(name_or_path) != SHIPPED_TEACHER:
         return name_or_path
     if not (TEACHER_CHECKPOINT_DIR / "config.json").exists():
         raise FileNotFoundError(
@@ -78,9 +85,23 @@ def teacher_source(name_or_path: str | Path = "teacher") -> Path | str:
     return TEACHER_CHECKPOINT_DIR
 
 
-def load_teacher(name_or_path: str | Path = "teacher", tokenizer: str | Path | None = None):
+def load_teacher(name_or_path: str | Path = SHIPPED_TEACHER, tokenizer: str | Path | None = None):
     """``(model, tokenizer)`` of a teacher: ``"teacher"`` (shipped), a folder or a Hugging Face id."""
     return load_policy(teacher_source(name_or_path), tokenizer=tokenizer)
+
+
+def teacher_fingerprint(name_or_path: str | Path = SHIPPED_TEACHER) -> str:
+    """``policy.policy_fingerprint`` of a teacher (its weight files' SHA-256; a hub id as itself), so that
+    a run's id changes with its teacher's weights, not only with the teacher's name."""
+    return policy_fingerprint(teacher_source(name_or_path))
+
+
+def sampler_models(sampler: str, options: Mapping[str, Any]) -> dict[str, str]:
+    """The models a sampler runs besides the policy, by role: ``{"teacher": name}`` for a sampler of
+    ``TEACHER_SAMPLERS`` (its ``teacher`` option, the shipped proposer by default), else none."""
+    if sampler not in TEACHER_SAMPLERS:
+        return {}
+    return {"teacher": str(options.get("teacher", SHIPPED_TEACHER))}
 
 
 @dataclass(frozen=True)
@@ -201,7 +222,7 @@ class TeacherGenerator(AcceptanceLog):
 def teacher_router(
     pool: Sequence[Task],
     seed: int = 0,
-    teacher: str = "teacher",
+    teacher: str = SHIPPED_TEACHER,
     eval_tasks: str = HELD_OUT,
     exclude_keys: Iterable = (),
     config: BanditRouterConfig = ADSC_SYNTHETIC,

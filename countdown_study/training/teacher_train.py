@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import torch
 
-from countdown_study.countdown.difficulty import tier_labels
+from countdown_study.countdown.difficulty import solution_counts, tier_labels
 from countdown_study.countdown.load import load_tasks
 from countdown_study.countdown.synthetic import RuleBasedGenerator
 from countdown_study.countdown.task import Task
@@ -264,3 +267,69 @@ def record_measurement(measured: dict, dest: Path = TEACHER_CHECKPOINT_DIR) -> N
 def shipped_info(dest: Path = TEACHER_CHECKPOINT_DIR) -> dict:
     """The shipped teacher's ``teacher.json``."""
     return json.loads((Path(dest) / TEACHER_INFO_FILE).read_text())
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the teacher proposes, beside the pool
+# ---------------------------------------------------------------------------------------------------
+
+QUALITY_SOURCES = ("teacher", "rule_based", "pool")
+"""Sources of ``teacher_quality``'s rows, in order."""
+QUALITY_COLUMNS = (
+    "tier", "source", "proposals", "acceptance", "unsolvable", "wrong_tier", "accepted", "target_q10",
+    "target_median", "target_q90", "number_mean", "numbers_below_10", "three_number_share",
+    "solutions_median",
+)  # fmt: skip
+"""Columns of ``teacher_quality``: per tier and source, the proposals checked and the shares accepted or
+rejected as unsolvable or of the wrong tier (the pool: every task, none checked), then the accepted tasks'
+target quantiles (10%, 50%, 90%), mean number, share of numbers below 10, share of 3-number tasks and
+median solution count (capped at 128)."""
+
+
+def task_distribution(tasks: Sequence[Task]) -> dict[str, float]:
+    """The accepted-task columns of ``QUALITY_COLUMNS`` for ``tasks`` (solution counts capped at 128)."""
+    targets = np.array([t.target for t in tasks], dtype=np.float64)  # (N,)
+    numbers = np.concatenate([np.asarray(t.nums, dtype=np.float64) for t in tasks])  # (sum of counts,)
+    q10, median, q90 = np.quantile(targets, (0.1, 0.5, 0.9))
+    return {
+        "accepted": len(tasks), "target_q10": float(q10), "target_median": float(median),
+        "target_q90": float(q90), "number_mean": float(numbers.mean()),
+        "numbers_below_10": float((numbers < 10).mean()),
+        "three_number_share": float(np.mean([t.num_count == 3 for t in tasks])),
+        "solutions_median": float(np.median(solution_counts(tasks, cap=128))),
+    }  # fmt: skip
+
+
+def _measured_row(tier: str, source: str, summary: dict) -> dict:
+    """One generator's row from ``teacher.json``'s ``measured.comparison`` (``compare_generators``)."""
+    q10, median, q90 = summary["target_quantiles"]
+    outcomes = summary["outcomes"]
+    return {
+        "tier": tier, "source": source, "proposals": summary["proposals"], "acceptance": summary["acceptance"],
+        "unsolvable": outcomes.get("unsolvable", 0.0), "wrong_tier": outcomes.get("wrong_tier", 0.0),
+        "accepted": summary["accepted"], "target_q10": q10, "target_median": median, "target_q90": q90,
+        "number_mean": summary["number_mean"], "numbers_below_10": summary["numbers_below_10"],
+        "three_number_share": summary["three_number_share"], "solutions_median": summary["solutions_median"],
+    }  # fmt: skip
+
+
+def teacher_quality(info: dict | None = None, pools: dict[str, Sequence[Task]] | None = None) -> pd.DataFrame:
+    """What a teacher proposes beside what it was trained to imitate: per tier, its measured proposals
+    (``teacher``), the rule-based generator asked for as many accepted tasks (``rule_based``), both from
+    ``info`` (a ``teacher.json``: ``shipped_info()`` by default, as ``measure_teacher`` recorded it), and the
+    training pool's tasks of the tier (``pool``; ``pool_by_tier(ProposerConfig())`` by default), in
+    ``QUALITY_COLUMNS``. A teacher that is a copy of the pool's distribution has ``teacher`` rows close to
+    ``pool`` rows, whatever its acceptance."""
+    info = shipped_info() if info is None else info
+    if not info.get("measured"):
+        raise ValueError(
+            "the teacher has no measurement (teacher.json 'measured'); run measure_teacher first"
+        )
+    pools = pool_by_tier(ProposerConfig()) if pools is None else pools
+    comparison = info["measured"]["comparison"]
+    rows = []
+    for tier in TEACHER_TIERS:
+        rows += [_measured_row(tier, source, comparison[tier][source]) for source in QUALITY_SOURCES[:2]]
+        rows.append({"tier": tier, "source": "pool", "proposals": len(pools[tier]), "acceptance": np.nan,
+                     "unsolvable": np.nan, "wrong_tier": np.nan, **task_distribution(pools[tier])})  # fmt: skip
+    return pd.DataFrame(rows, columns=list(QUALITY_COLUMNS))
