@@ -84,7 +84,7 @@ def test_every_notebook_runs_at_the_tiny_preset(results):
         _check_executed_copy(tiny / "executed" / notebook.name, results)
         _check_closing_summary(tiny / "executed" / notebook.name)
     assert not (results / "runs").exists()  # the tiny preset's runs live under its own folder
-    assert not (tiny / "executed" / "failed").exists() and not list((tiny / ".staging").iterdir())
+    assert not (tiny / "executed" / "failed").exists() and not (tiny / ".staging").exists()
     runs = list((tiny / "runs").glob("rloo-*"))
     assert runs
     for run in runs:  # each shared run trained once, start to end
@@ -228,3 +228,4 @@ def test_a_notebook_that_succeeds_leaves_no_failed_copy(tmp_path, monkeypatch):
     assert (executed / "failed" / "01_table.ipynb").is_file()
     (fixed,) = run_notebooks(notebooks, "tiny", {"value": 4})
     assert fixed.ok and sorted(p.name for p in executed.iterdir()) == ["01_table.ipynb"]  # failed/ gone
+    assert sorted(p.name for p in executed.parent.iterdir()) == ["executed", "figures", "tables"]  # no stage

@@ -15,7 +15,7 @@ from countdown_study.training.common import snapshot_steps
     ("preset", "changes", "every", "steps"),
     [
         ("full", {}, 10, (10, 20, 30, 40, 50, 60)),  # report 003: every 10 of 60 steps
-        ("quick", {}, 4, (4, 8)),
+        ("quick", {}, 2, (2, 4)),
         ("quick", {"steps": 12}, 6, (6, 12)),  # the interval follows the steps
         ("quick", {"steps": 1}, 1, (1,)),  # never below one step
         ("tiny", {}, 2, (2,)),

@@ -231,14 +231,20 @@ def run_notebooks(
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     if jobs == 1:
-        return [execute_notebook(nb, preset, parameters, kernel) for nb in notebooks]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:  # each thread waits on its own kernel process
-        futures = [pool.submit(execute_notebook, nb, preset, parameters, kernel, False) for nb in notebooks]
-        for future in as_completed(futures):
-            done = future.result()
-            print(
-                f"{'finished' if done.ok else 'FAILED'} {done.notebook} in {done.seconds:.0f} s\n",
-                end="",
-                flush=True,
-            )
-        return [f.result() for f in futures]
+        outcomes = [execute_notebook(nb, preset, parameters, kernel) for nb in notebooks]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # each thread waits on its own kernel process
+            futures = [
+                pool.submit(execute_notebook, nb, preset, parameters, kernel, False) for nb in notebooks
+            ]
+            for future in as_completed(futures):
+                done = future.result()
+                print(
+                    f"{'finished' if done.ok else 'FAILED'} {done.notebook} in {done.seconds:.0f} s\n",
+                    end="",
+                    flush=True,
+                )
+            outcomes = [f.result() for f in futures]
+    with contextlib.suppress(OSError):  # the staging folders' parent, once every notebook has left it
+        staging_dir(preset, "-").parent.rmdir()
+    return outcomes
