@@ -118,7 +118,7 @@ def test_planned_run_ids_are_the_committed_full_preset_runs(notebook, table):
 
 def test_a_run_two_notebooks_share_is_planned_once():
     planned = grid.plan_grid(["02_baselines", "03_curricula_000"], "tiny")
-    assert len(planned) == 4 + 5  # uniform RLOO is in both
+    assert len(planned) == 5 + 6  # uniform RLOO is in both
     assert len({run.run_id for run in planned}) == len(planned)
     [shared] = [run for run in planned if len(run.rows) > 1]
     assert shared.rows == (("02_baselines", UNIFORM.name, 0), ("03_curricula_000", UNIFORM.name, 0))
@@ -135,7 +135,7 @@ def test_progress_counts_each_run_by_its_state_in_the_store(tmp_path):
     (tmp_path / fixed.run_id / "steps.jsonl").write_text('{"step": 0}\n{"step": 1}\n{"step": 2}\n{"st')
 
     progress = grid.grid_progress(planned, tmp_path)
-    assert list(progress["notebook"]) == ["02_baselines"] * 4 + ["03_curricula_000"] * 6
+    assert list(progress["notebook"]) == ["02_baselines"] * 5 + ["03_curricula_000"] * 7
     state = {(r.notebook, r.run_id): r.state for r in progress.itertuples()}
     assert state["02_baselines", shared.run_id] == state["03_curricula_000", shared.run_id] == "finished"
     [started] = progress[progress["state"] == "started"].itertuples()
@@ -143,10 +143,10 @@ def test_progress_counts_each_run_by_its_state_in_the_store(tmp_path):
     assert started.steps == fixed.config.steps and pd.isna(progress.loc[0, "steps"])  # SFT: evaluation only
 
     summary = grid.progress_summary(progress).set_index("notebook")
-    assert summary.loc["02_baselines"].to_dict() == {"finished": 1, "started": 0, "waiting": 3, "planned": 4}
-    curricula = {"finished": 1, "started": 1, "waiting": 4, "planned": 6}
+    assert summary.loc["02_baselines"].to_dict() == {"finished": 1, "started": 0, "waiting": 4, "planned": 5}
+    curricula = {"finished": 1, "started": 1, "waiting": 5, "planned": 7}
     assert summary.loc["03_curricula_000"].to_dict() == curricula
-    assert summary.loc["all"].to_dict() == {"finished": 1, "started": 1, "waiting": 7, "planned": 9}
+    assert summary.loc["all"].to_dict() == {"finished": 1, "started": 1, "waiting": 9, "planned": 11}
 
 
 def test_the_policy_parameter_reaches_only_the_studies_it_names():
@@ -211,6 +211,6 @@ def test_an_extra_set_is_never_larger_than_the_presets_held_out_set():
     }
     assert sets == {
         "full": (("ood", "ood:200:0"), ("ood_targets", "ood_targets:200:0")),
-        "quick": (("ood", "ood:20:0"), ("ood_targets", "ood_targets:20:0")),
+        "quick": (("ood", "ood:10:0"), ("ood_targets", "ood_targets:10:0")),
         "tiny": (("ood", "ood:6:0"), ("ood_targets", "ood_targets:6:0")),
     }

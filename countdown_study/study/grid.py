@@ -48,6 +48,7 @@ from countdown_study.study.methods import (
     SFT,
     UNIFORM,
     UNIFORM_REPLACEMENT,
+    UNIFORM_SEQUENCE_SUM,
     VCC_SWEEP,
     VCC_SWEEP_CONTROL,
     Method,
@@ -77,7 +78,7 @@ class NotebookStudy:
 
 NOTEBOOK_STUDIES: dict[str, tuple[NotebookStudy, ...]] = {
     "01_tasks_and_solver": (),
-    "02_baselines": (NotebookStudy((SFT, IPO, UNIFORM, UNIFORM_REPLACEMENT)),),
+    "02_baselines": (NotebookStudy((SFT, IPO, UNIFORM, UNIFORM_REPLACEMENT, UNIFORM_SEQUENCE_SUM)),),
     "03_curricula_000": (NotebookStudy((UNIFORM, *REPORT_000, *REPORT_000_ABLATIONS)),),
     "04_sliding_window_001": (NotebookStudy((*REPORT_001, *REPORT_001_ABLATIONS)),),
     "05_feature_space_curriculum_002": (NotebookStudy((SFT, IPO, UNIFORM, CONTROL_002, *REPORT_002)),),

@@ -56,6 +56,7 @@ from countdown_study.study.methods import (
     SFT,
     UNIFORM,
     UNIFORM_REPLACEMENT,
+    UNIFORM_SEQUENCE_SUM,
     VCC_SWEEP,
     VCC_SWEEP_CONTROL,
     WHOLE_UNIFORM,
@@ -86,7 +87,7 @@ SEARCH = "search"
 Rows = tuple[tuple[str, tuple[Method, ...]], ...]
 BLOCK_ROWS: dict[str, Rows] = {
     MAIN: (
-        ("baselines", (SFT, IPO, UNIFORM, UNIFORM_REPLACEMENT)),
+        ("baselines", (SFT, IPO, UNIFORM, UNIFORM_REPLACEMENT, UNIFORM_SEQUENCE_SUM)),
         ("000", (*REPORT_000, *REPORT_000_ABLATIONS)),
         ("001", (*REPORT_001, *REPORT_001_ABLATIONS)),
         ("002", REPORT_002),
