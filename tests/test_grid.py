@@ -12,6 +12,7 @@ from countdown_study.paths import notebooks_dir, tables_dir
 from countdown_study.study import grid
 from countdown_study.study.methods import (
     REPORT_003_EMBEDDED,
+    REPORT_003_THRESHOLD_EMBEDDED,
     SFT,
     UNIFORM,
     Method,
@@ -167,7 +168,10 @@ def test_report_003s_rows_on_the_embedded_policy_share_uniform_rloo_with_noteboo
     assert shared.rows == (("02_baselines", UNIFORM.name, 0), ("06_solution_count_vcc_003", UNIFORM.name, 0))
     on_embedded = {row[1] for run in planned for row in run.rows
                    if row[0].startswith("06") and run.config.data.policy == "embedded"}  # fmt: skip
-    assert on_embedded == {UNIFORM.name, *(m.name for m in REPORT_003_EMBEDDED)}
+    assert on_embedded == {
+        UNIFORM.name,
+        *(m.name for m in (*REPORT_003_EMBEDDED, *REPORT_003_THRESHOLD_EMBEDDED)),
+    }
     moved = grid.plan_grid(["06_solution_count_vcc_003"], "tiny", {"embedded_policy": "embedded-search"})
     assert {run.config.data.policy for run in moved} == {"embedded-search"}
     assert len(moved) < len(grid.plan_grid(["06_solution_count_vcc_003"], "tiny"))  # rows now shared

@@ -1,5 +1,5 @@
 """Study presets: report 003's checkpoint evaluations follow the preset's steps, and the full preset's
-sweep runs keep the config (and run ids) of every 10 steps on 200 validation tasks."""
+sweep runs have the config of a fixed interval of 10 steps on 200 validation tasks."""
 
 from dataclasses import replace
 

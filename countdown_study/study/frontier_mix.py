@@ -9,7 +9,8 @@ run drew, from the prompts its step log counts under each frontier label (``batc
 frontier the draw is uniform, so a frontier's share is the expected share of its prompts.
 
 ``frontier_moves`` says whether our adaptive and hybrid rules adapted at all: the adaptive frontier widens
-only when the training success EMA reaches its threshold, and a hybrid whose frontier is never wider than
+when the training success EMA has gained enough since its last move (the rule ``progress``) or reaches a
+threshold (the variant rule ``threshold``), and a hybrid whose frontier is never wider than
 the staged schedule's draws, seed for seed, the staged curriculum's prompts (both take the step's draw from
 the same seeded stream over the same frontier), so the two rows are then one experiment.
 """

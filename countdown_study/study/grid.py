@@ -43,6 +43,8 @@ from countdown_study.study.methods import (
     REPORT_003,
     REPORT_003_COMMIT,
     REPORT_003_EMBEDDED,
+    REPORT_003_THRESHOLD,
+    REPORT_003_THRESHOLD_EMBEDDED,
     REPORT_004,
     SEARCH_POLICY,
     SFT,
@@ -84,10 +86,13 @@ NOTEBOOK_STUDIES: dict[str, tuple[NotebookStudy, ...]] = {
     "05_feature_space_curriculum_002": (NotebookStudy((SFT, IPO, UNIFORM, CONTROL_002, *REPORT_002)),),
     "06_solution_count_vcc_003": (
         NotebookStudy(
-            (SFT, IPO, *REPORT_003, *REPORT_003_COMMIT, VCC_SWEEP_CONTROL, *VCC_SWEEP),
+            (SFT, IPO, *REPORT_003, *REPORT_003_THRESHOLD, *REPORT_003_COMMIT, VCC_SWEEP_CONTROL, *VCC_SWEEP),
             default_policy=SEARCH_POLICY,
         ),
-        NotebookStudy((UNIFORM, *REPORT_003_EMBEDDED), policy_parameter="embedded_policy"),
+        NotebookStudy(
+            (UNIFORM, *REPORT_003_EMBEDDED, *REPORT_003_THRESHOLD_EMBEDDED),
+            policy_parameter="embedded_policy",
+        ),
     ),
     "07_adsc_004": (NotebookStudy(REPORT_004),),
     "08_field_baselines": (NotebookStudy((SFT, UNIFORM, *FIELD_BASELINES, *FIELD_CURRICULA)),),

@@ -60,8 +60,9 @@ class StudyPreset:
     every ``steps // snapshots`` steps and one after the last (``snapshot_every``); 6 gives report 003's
     every 10 of the full preset's 60 steps."""
     validation_size: int = 200
-    """Validation tasks of those evaluations: the first this many of the training pool (report 003's
-    ``train[:200]``)."""
+    """Validation tasks of those evaluations: the first this many of the training pool, held out of the
+    run's training draws (report 003's ``train[:200]``, training on ``train[200:]``;
+    ``training.specs.split_validation``)."""
     threads: int = 2
     """torch threads of every run (part of its config): 2 for one study at a time on 2 cores, 1 for
     studies run side by side (``countdown-study run --jobs 2``)."""
