@@ -37,6 +37,27 @@ def test_default_model_is_about_3m_parameters_and_untied():
     assert prompt_template(model) == "compact"
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        TinyModelConfig(),  # embedded: 3,429,120
+        SMALL,
+        TinyModelConfig(hidden_size=128, num_layers=4, num_heads=4, intermediate_size=384),
+        TinyModelConfig(hidden_size=384, num_layers=6, num_heads=6, intermediate_size=1152),
+    ],
+    ids=["embedded", "test-shape", "small", "large"],
+)
+def test_the_parameter_count_of_a_shape_is_that_of_the_model_built(shape):
+    model = build_model(build_tokenizer(), shape)
+    assert shape.num_parameters == sum(p.numel() for p in model.parameters())
+    assert len(build_tokenizer()) == policy_model.VOCAB_SIZE
+
+
+def test_the_embedded_parameter_count_worked_example():
+    # 2 x 31 x 256 embeddings + 4 x (3 x (256^2 + 256) + 256^2 + 3 x 256 x 768 + 2 x 256) + 256
+    assert TinyModelConfig().num_parameters == 15_872 + 4 * 853_248 + 256 == 3_429_120
+
+
 def test_build_model_is_seeded():
     tok = build_tokenizer()
     a, b, c = (
@@ -102,10 +123,40 @@ def test_both_shipped_policies_load_by_name_and_differ():
     assert weights < 15_000_000
 
 
-def test_a_missing_shipped_policy_names_the_command_that_makes_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(policy_model.EMBEDDED_POLICIES, "embedded-search", tmp_path / "embedded-search")
-    with pytest.raises(FileNotFoundError, match="countdown-study sft --recipe search --ship"):
-        load_policy("embedded-search")
+@pytest.mark.parametrize(
+    ("name", "recipe"),
+    [("embedded-search", "search"), ("embedded-small", "small"), ("embedded-large", "large")],
+)
+def test_a_missing_shipped_policy_names_the_command_that_makes_it(tmp_path, monkeypatch, name, recipe):
+    monkeypatch.setitem(policy_model.EMBEDDED_POLICIES, name, tmp_path / name)
+    assert not policy_model.is_shipped(name)
+    message = rf"^the {name} policy is not shipped yet \(no checkpoint in .*\); make it with "
+    with pytest.raises(
+        FileNotFoundError, match=message + rf"`countdown-study sft --recipe {recipe} --ship`$"
+    ):
+        load_policy(name)
+    with pytest.raises(FileNotFoundError, match=f"countdown-study sft --recipe {recipe} --ship"):
+        policy_fingerprint(name)  # a run from it is refused before anything is planned
+
+
+def test_is_shipped_knows_only_the_shipped_names():
+    assert policy_model.is_shipped("embedded") and policy_model.is_shipped("embedded-search")
+    assert not policy_model.is_shipped("embedded-huge") and not policy_model.is_shipped("Qwen/Qwen2.5-0.5B")
+    assert set(policy_model.SHIP_COMMANDS) == set(EMBEDDED_POLICIES)
+    assert {"embedded-small", "embedded-large"} <= set(EMBEDDED_POLICIES)
+
+
+def test_shipped_scale_policies_load_by_name_as_float32():
+    """Runs once ``countdown-study sft --recipe small|large --ship`` has shipped them."""
+    names = [name for name in ("embedded-small", "embedded-large") if policy_model.is_shipped(name)]
+    if not names:
+        pytest.skip("embedded-small and embedded-large are not shipped yet")
+    embedded, tok = load_policy("embedded")
+    for name in names:
+        model, tokenizer = load_policy(name)
+        assert tokenizer.get_vocab() == tok.get_vocab() and prompt_template(model) == "compact"
+        assert {p.dtype for p in model.parameters()} == {torch.float32} and not model.training
+        assert policy_fingerprint(name) != policy_fingerprint("embedded")
 
 
 def test_a_tokenizer_source_is_checked_as_the_policy_is_before_the_model_loads(tmp_path, monkeypatch):

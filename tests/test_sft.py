@@ -24,6 +24,7 @@ from countdown_study.policy import (
     build_tokenizer,
     policy_identity,
 )
+from countdown_study.policy.model import SHIP_COMMANDS
 from countdown_study.policy.traces import SearchRecipe
 from countdown_study.runs.store import RunNotFinishedError, run_id
 from countdown_study.training import sft, sft_data
@@ -422,12 +423,45 @@ def test_ship_writes_a_loadable_policy_and_its_facts(tmp_path):
     assert set(quality["by_num_count"]) == {"3", "4"}
     assert quality["measured_with"]["tasks"] == "generated:20:0"
     assert quality["first_verifying_gap"] == quality["first_verifying_pass@1"] - quality["pass@1"]
+    for record in (quality, *quality["by_num_count"].values()):  # spans and truncation, overall and per count
+        assert 0.0 <= record["truncated"] <= 1.0 and record["answer_spans_per_rollout"] >= 0.0
     saved_text = (run.path / "eval_heldout.json").read_text()
     saved = json.loads(saved_text)
     assert saved["pass@1"] == quality["pass@1"] and saved["config"]["sampling"]["temperature"] == 1.0
     assert saved["config"]["policy"] == "embedded" and str(tmp_path) not in saved_text  # no folder named
     sft.record_quality(quality, dest)
     assert json.loads((dest / sft.SHIPPED_INFO_FILE).read_text())["quality"] == quality
+
+
+def test_shipping_in_bf16_halves_the_weights_and_loads_back_as_float32(tmp_path):
+    from countdown_study.policy import load_policy
+
+    run = sft.train_sft(TINY, tmp_path, progress=False)
+    full, half = sft.ship(run, tmp_path / "fp32"), sft.ship(run, tmp_path / "bf16", weights_dtype="bfloat16")
+    sizes = [(folder / "model.safetensors").stat().st_size for folder in (full, half)]
+    assert 0.45 < sizes[1] / sizes[0] < 0.55
+    assert json.loads((half / "config.json").read_text())["dtype"] == "bfloat16"
+    model, _ = load_policy(half)
+    trained = sft.load_sft(run)[0]
+    for (name, value), rounded in zip(model.state_dict().items(), trained.state_dict().values(), strict=True):
+        assert value.dtype == torch.float32, name
+        assert torch.equal(value, rounded.to(torch.bfloat16).float()), name
+    assert json.loads((half / sft.SHIPPED_INFO_FILE).read_text()) == json.loads(
+        (full / sft.SHIPPED_INFO_FILE).read_text()
+    )
+    with pytest.raises(ValueError, match="weights_dtype must be one of"):
+        sft.ship(run, tmp_path / "x", weights_dtype="float16")
+
+
+def test_quality_shortfalls_under_the_scale_goal():
+    fine = {"pass@1": 0.12, "well_formed": 0.97, "truncated": 0.03,
+            "by_num_count": {"3": {"pass@1": 0.2}, "4": {"pass@1": 0.04}}}  # fmt: skip
+    assert sft.quality_shortfalls(fine, sft.SCALE_QUALITY_GOAL) == []
+    cut = {**fine, "pass@1": 0.01, "truncated": 0.08}
+    assert sft.quality_shortfalls(cut, sft.SCALE_QUALITY_GOAL) == [
+        "pass@1 0.010 outside [0.05, 1.0]",
+        "truncated 0.080 outside [0.0, 0.05]",
+    ]
 
 
 def test_quality_shortfalls_name_what_misses_the_goal():
@@ -469,14 +503,66 @@ def test_the_shipped_search_policy_meets_its_goal():
     )
 
 
+@pytest.mark.parametrize("name", ["small", "large"])
+def test_a_shipped_scale_policy_records_its_run_and_meets_its_goal(name):
+    """Runs once ``countdown-study sft --recipe small|large --ship`` has shipped the policy."""
+    from countdown_study.policy.model import is_shipped
+
+    recipe = sft.RECIPES[name]
+    if not is_shipped(recipe.policy):
+        pytest.skip(f"{recipe.policy} is not shipped yet")
+    info = json.loads((recipe.dest / sft.SHIPPED_INFO_FILE).read_text())
+    assert sft.config_from_dict(info["config"]) == recipe.config and info["steps_done"] == recipe.config.steps
+    assert json.loads((recipe.dest / "config.json").read_text())["dtype"] == recipe.weights_dtype
+    quality = info["quality"]
+    assert sft.quality_shortfalls(quality, recipe.goal) == []
+    assert quality["measured_with"] == {"policy": recipe.policy, "tasks": "generated:1000:0", "seed": 0,
+                                        "sampling": asdict(recipe.sampling)}  # fmt: skip
+
+
 def test_recipes_name_the_shipped_policies():
-    assert tuple(sft.RECIPES) == sft_cli.RECIPE_NAMES == ("solver", "search")
+    assert tuple(sft.RECIPES) == sft_cli.RECIPE_NAMES == ("solver", "search", "small", "large")
     solver, search = sft.RECIPES["solver"], sft.RECIPES["search"]
     assert solver.config == sft.SFTConfig() and solver.dest == EMBEDDED_CHECKPOINT_DIR
     assert (solver.sampling, solver.goal) == (sft.QUALITY_SAMPLING, sft.QUALITY_GOAL)
     assert search.dest == EMBEDDED_POLICIES["embedded-search"] and search.dest.name == "embedded-search"
     assert search.config.init_from == "embedded" and search.config.search is not None
     assert search.config.model == solver.config.model  # continues the embedded weights
+    assert {recipe.policy for recipe in sft.RECIPES.values()} == set(EMBEDDED_POLICIES) == set(SHIP_COMMANDS)
+    for name, recipe in sft.RECIPES.items():  # each policy's missing-weights error names its own recipe
+        option = "" if name == "solver" else f" --recipe {name}"
+        assert SHIP_COMMANDS[recipe.policy] == f"countdown-study sft{option} --ship"
+        assert recipe.dest.name == recipe.policy and recipe.dest.parent == EMBEDDED_CHECKPOINT_DIR.parent
+
+
+def test_the_scale_recipes_are_the_solver_recipe_at_other_sizes():
+    solver = sft.RECIPES["solver"].config
+    embedded = solver.model.num_parameters
+    for name, share in (("small", (0.2, 0.3)), ("large", (3.0, 4.0))):
+        recipe = sft.RECIPES[name]
+        config = recipe.config
+        # only the shape, the peak rate and the checkpoint interval (a runtime field) differ
+        assert (
+            replace(config, model=solver.model, lr=solver.lr, checkpoint_every=solver.checkpoint_every)
+            == solver
+        )
+        assert share[0] <= config.model.num_parameters / embedded <= share[1]
+        assert config.lr * config.model.hidden_size == pytest.approx(solver.lr * solver.model.hidden_size)
+        assert config.model.hidden_size % config.model.num_heads == 0
+        assert (recipe.sampling, recipe.goal) == (sft.STUDY_QUALITY_SAMPLING, sft.SCALE_QUALITY_GOAL)
+    assert (sft.RECIPES["small"].weights_dtype, sft.RECIPES["large"].weights_dtype) == ("float32", "bfloat16")
+    assert sft.RECIPES["large"].config.checkpoint_every <= 100  # a multi-hour run loses little when stopped
+    assert sft.STUDY_QUALITY_SAMPLING.max_new_tokens == 224 and not sft.STUDY_QUALITY_SAMPLING.stop_at_answer
+
+
+def test_a_recipe_refuses_an_unknown_policy_or_storage():
+    solver = sft.RECIPES["solver"]
+    with pytest.raises(ValueError, match="recipe policy 'embedded-huge' is not a shipped name"):
+        replace(solver, policy="embedded-huge")
+    with pytest.raises(
+        ValueError, match="weights_dtype must be one of \\['bfloat16', 'float32'\\], got 'int8'"
+    ):
+        replace(solver, weights_dtype="int8")
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -497,6 +583,9 @@ def test_command_line_options_reach_the_config():
     assert build_parser().parse_args(["sft", "--steps", "7"])._module is sft_cli
     search = parser.parse_args(["--recipe", "search", "--steps", "7"])
     assert sft_cli.config_from_args(search) == replace(sft.RECIPES["search"].config, steps=7)
+    for name in ("small", "large"):
+        sized = parser.parse_args(["--recipe", name, "--threads", "1"])
+        assert sft_cli.config_from_args(sized) == replace(sft.RECIPES[name].config, threads=1)
 
 
 def test_the_command_trains_in_the_store_and_prints_the_run(tmp_path, monkeypatch, capsys):
@@ -506,3 +595,24 @@ def test_the_command_trains_in_the_store_and_prints_the_run(tmp_path, monkeypatc
     assert sft_cli.cli_main(args) == 0
     store = sft.open_run(TINY, tmp_path)
     assert store.is_done and str(store.path) in capsys.readouterr().out
+
+
+def test_the_command_ships_the_large_recipe_in_bf16_with_its_quality(tmp_path, monkeypatch, capsys):
+    from countdown_study.policy import model as policy_model
+
+    dest = tmp_path / "embedded-large"
+    monkeypatch.setitem(policy_model.EMBEDDED_POLICIES, "embedded-large", dest)
+    monkeypatch.setitem(sft.RECIPES, "large", replace(sft.RECIPES["large"], config=TINY))
+    parser = argparse.ArgumentParser()
+    sft_cli.configure_parser(parser)
+    args = parser.parse_args(
+        ["--recipe", "large", "--ship", "--root", str(tmp_path / "runs"), "--no-progress"]
+    )
+    assert sft_cli.cli_main(args) == 0
+    out = capsys.readouterr().out
+    assert f"shipped embedded-large to {dest}" in out and "truncated" in out
+    assert json.loads((dest / "config.json").read_text())["dtype"] == "bfloat16"
+    quality = json.loads((dest / sft.SHIPPED_INFO_FILE).read_text())["quality"]
+    assert quality["measured_with"]["policy"] == "embedded-large"
+    assert quality["measured_with"]["sampling"] == asdict(sft.STUDY_QUALITY_SAMPLING)
+    assert {"pass@1", "pass@16", "well_formed", "answer_spans_per_rollout", "truncated"} <= set(quality)

@@ -29,7 +29,7 @@ HELD_OUT_TASKS = 1_000
 """Held-out evaluation tasks that exist (``training.specs.HELD_OUT``, ``generated:1000:0``; written out so
 that parsing imports no torch, ``tests/test_cli_bounds.py`` holds them equal): the most ``--eval-limit``
 can use."""
-SHIPPED_POLICIES = ("embedded", "embedded-search")
+SHIPPED_POLICIES = ("embedded", "embedded-search", "embedded-small", "embedded-large")
 """The shipped policies' names (``policy.EMBEDDED_POLICIES``), each a folder beside ``embedded``."""
 PROMPT_TOKENS = 32
 """Prompt tokens counted per sequence: the compact template's longest prompt (longer templates only make

@@ -1,11 +1,13 @@
 """``countdown-study sft``: train a shipped policy on solver-made traces as a run-store run.
 
 ``--recipe`` picks the policy (``training.sft.RECIPES``): ``solver`` (default) makes ``embedded``,
-``search`` makes ``embedded-search`` (continued from ``embedded`` on search traces). The run lands in
+``search`` makes ``embedded-search`` (continued from ``embedded`` on search traces), ``small`` and ``large``
+make ``embedded-small`` and ``embedded-large`` (the solver recipe at other sizes). The run lands in
 ``<root>/sft-<hash>/`` (``training.sft``): a finished run is loaded, an unfinished one resumes from its
 checkpoint. ``--resume-from`` continues another run's checkpoint whose schedule differs only in length
 (before both decay starts). ``--ship`` copies the final weights to the recipe's package folder,
-measures them on the held-out tasks as the recipe says and records it in ``sft.json``.
+measures them on the held-out tasks as the recipe says and records it in ``sft.json`` (``large`` stores its
+weights in bf16).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ CONFIG_OPTIONS = (
     "steps", "seed", "threads", "batch_size", "lr", "multi_attempt_share", "checkpoint_every", "device",
 )  # fmt: skip
 """``SFTConfig`` fields the command line sets; an option left out keeps the recipe's value."""
-RECIPE_NAMES = ("solver", "search")
+RECIPE_NAMES = ("solver", "search", "small", "large")
 """The keys of ``training.sft.RECIPES`` (listed here so that parsing imports no torch; a test holds them
 equal)."""
 
@@ -48,7 +50,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--recipe",
         choices=RECIPE_NAMES,
         default="solver",
-        help="which shipped policy: solver (embedded, the default) or search (embedded-search)",
+        help="which shipped policy: solver (embedded, 3.4M parameters, the default), search "
+        "(embedded-search), small (embedded-small, 0.86M) or large (embedded-large, 11.5M)",
     )
     parser.add_argument("--root", type=Path, default=None, help="run store folder (default: results/runs)")
     parser.add_argument("--steps", type=int, help="optimizer steps (default: the recipe's)")
@@ -138,11 +141,12 @@ def cli_main(args: argparse.Namespace) -> int:
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "
           f"final loss {facts['final_loss']:.4f}")  # fmt: skip
     if args.ship:
-        dest = ship(store, recipe.dest)
+        dest = ship(store, recipe.dest, recipe.weights_dtype)
         quality = measure_quality(config, dest, store.path, sampling=recipe.sampling, policy=recipe.policy)
         record_quality(quality, dest)
         print(f"shipped {recipe.policy} to {dest}: pass@1 {quality['pass@1']:.3f}, "
-              f"pass@16 {quality['pass@16']:.3f}, well-formed {quality['well_formed']:.3f}")  # fmt: skip
+              f"pass@16 {quality['pass@16']:.3f}, well-formed {quality['well_formed']:.3f}, "
+              f"truncated {quality.get('truncated', float('nan')):.4f}")  # fmt: skip
         print("goal: " + ", ".join(f"{key} {quality[key]:.4f}" for key in recipe.goal))
         for problem in quality_shortfalls(quality, recipe.goal):
             print(f"quality goal missed: {problem}")

@@ -2,8 +2,10 @@
 
 Two roads through the same function:
 
-* ``load_policy("embedded")`` or ``load_policy("embedded-search")``: the package's own SFT
-  checkpoints, shipped as package data (``EMBEDDED_POLICIES``; made by ``countdown-study sft``).
+* ``load_policy("embedded")``, ``"embedded-search"``, ``"embedded-small"`` or ``"embedded-large"``: the
+  package's own SFT checkpoints, shipped as package data (``EMBEDDED_POLICIES``; made by
+  ``countdown-study sft``, ``SHIP_COMMANDS``). A name whose weights are not shipped yet fails naming the
+  command that makes them.
 * ``load_policy(<Hugging Face id or local folder>)``: any ``save_pretrained`` causal LM, e.g. the
   reports' ``asingh15/qwen-sft-countdown-defaultproj`` with tokenizer ``Qwen/Qwen2.5-0.5B``.
 
@@ -37,12 +39,18 @@ from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
 EMBEDDED_POLICIES = {
     "embedded": EMBEDDED_CHECKPOINT_DIR,
     "embedded-search": EMBEDDED_CHECKPOINT_DIR.parent / "embedded-search",
+    "embedded-small": EMBEDDED_CHECKPOINT_DIR.parent / "embedded-small",
+    "embedded-large": EMBEDDED_CHECKPOINT_DIR.parent / "embedded-large",
 }
-"""The shipped policies by name: ``embedded`` (solver traces, one answer span most of the time) and
-``embedded-search`` (search traces: several answer spans, sometimes abandoning a correct one)."""
+"""The shipped policies by name: ``embedded`` (solver traces, one answer span most of the time, 3.4M
+parameters), ``embedded-search`` (search traces: several answer spans, sometimes abandoning a correct one),
+and ``embedded`` made at about a quarter and 3.4 times its parameters (``embedded-small``, 0.86M;
+``embedded-large``, 11.5M, stored in bf16), for the scale study."""
 SHIP_COMMANDS = {
     "embedded": "countdown-study sft --ship",
     "embedded-search": "countdown-study sft --recipe search --ship",
+    "embedded-small": "countdown-study sft --recipe small --ship",
+    "embedded-large": "countdown-study sft --recipe large --ship",
 }
 """The command that makes each shipped policy."""
 
@@ -50,6 +58,8 @@ PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 CHARACTERS = "0123456789+-*/()=, :.NT"
 """Every plain character the embedded tokenizer knows; anything else maps to ``<unk>``."""
+VOCAB_SIZE = len(SPECIAL_TOKENS) + len(TAGS) + len(CHARACTERS)
+"""Tokens of the embedded tokenizer (``build_tokenizer``): 31."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,16 @@ class TinyModelConfig:
     """Longest prompt + completion, in characters."""
     rope_theta: float = 10000.0
     """RoPE base."""
+
+    @property
+    def num_parameters(self) -> int:
+        """Parameters of ``build_model`` at this shape with the embedded tokenizer: untied input and output
+        embeddings (``VOCAB_SIZE x hidden`` each), per layer the q/k/v projections with their biases, the
+        output projection, the SwiGLU MLP's three matrices and two RMSNorm weights, and the final norm."""
+        h, mlp = self.hidden_size, self.intermediate_size
+        # q, k and v with their biases; o; the MLP's gate, up and down; two norms
+        per_layer = 3 * (h * h + h) + h * h + 3 * h * mlp + 2 * h
+        return 2 * VOCAB_SIZE * h + self.num_layers * per_layer + h
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
@@ -134,6 +154,12 @@ def _load_tokenizer(source: str | Path):
     return AutoTokenizer.from_pretrained(source)
 
 
+def is_shipped(name: str) -> bool:
+    """Whether the shipped policy ``name`` (a key of ``EMBEDDED_POLICIES``) has its checkpoint in the
+    package; False for any other name."""
+    return name in EMBEDDED_POLICIES and (EMBEDDED_POLICIES[name] / "config.json").is_file()
+
+
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 """A Hugging Face model id: ``owner/name``."""
 
@@ -147,12 +173,12 @@ def policy_source(name_or_path: str | Path, kind: str = "policy") -> Path | str:
     """
     name = str(name_or_path)
     if name in EMBEDDED_POLICIES:
-        folder = EMBEDDED_POLICIES[name]
-        if not (folder / "config.json").exists():
+        if not is_shipped(name):
             raise FileNotFoundError(
-                f"the {name} checkpoint is missing from {folder}; make it with `{SHIP_COMMANDS[name]}`"
+                f"the {name} policy is not shipped yet (no checkpoint in {EMBEDDED_POLICIES[name]}); "
+                f"make it with `{SHIP_COMMANDS[name]}`"
             )
-        return folder
+        return EMBEDDED_POLICIES[name]
     path = Path(name_or_path).expanduser()
     if path.is_dir():
         return path

@@ -8,14 +8,13 @@ step)), never on the held-out evaluation set (by ``Task.key``), with traces from
 ``derive_rng(seed, step, SFTStream.TRACES, 0)`` for the traces. A step's examples are a pure function
 of (config, step), so loader workers may prepare steps ahead without changing what is trained on.
 
-``config`` is an ``sft.SFTConfig`` (read by attribute; not imported here, ``sft`` imports this module).
+``config`` is an ``sft_config.SFTConfig``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from random import Random
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,9 +23,7 @@ from countdown_study.countdown import Derivation, Task, all_solutions, format_pr
 from countdown_study.policy.traces import make_search_trace, make_trace
 from countdown_study.rollout.core import HOST
 from countdown_study.seeding import SFTStream, derive_rng
-
-if TYPE_CHECKING:
-    from countdown_study.training.sft import SFTConfig
+from countdown_study.training.sft_config import SFTConfig
 
 
 def _seed(config: SFTConfig, step: int, stream: SFTStream, draw: int) -> int:
