@@ -1,20 +1,22 @@
 """countdown_study: reproducible RLVR studies on the Countdown arithmetic task.
 
-Layers, lowest first (``tests/test_walls.py`` holds the walls between them):
+Layers, lowest first; each imports only the layers before it in this list (the order the code keeps:
+``tests/test_walls.py`` reads it from here and holds it, beside the narrower walls of some layers):
 
+* ``paths``, ``seeding``, ``checksums``: the one place for paths, for seeds and for the SHA-256 of weights;
 * ``countdown``: pure ground truth, no torch: tasks, generator, loading, splits, difficulty, solver,
   features, prompts, verifier, grading;
+* ``runs``: the run store, run ids, files, provenance, executors; it knows no task and no model, so every
+  higher layer records its runs there;
 * ``policy``: tokenizer, tiny model, ``load_policy``, pure trace builders;
 * ``rollout``: sampling engines (native, hf, vllm) around a small core;
+* ``evaluation``: pass@k tables (``passk``, no torch) and sampling-based evaluation of a policy;
 * ``objectives``: pure tensor losses (RLOO, IPO);
 * ``samplers``: which tasks each step trains on; they see tasks, features and observations only;
-* ``training``: the RLOO loop, the IPO and SFT stages;
-* ``evaluation``: pass@k tables (``passk``, no torch) and sampling-based evaluation;
-* ``runs``: the run store, files, provenance;
-* ``study``: presets, method rows, tables, seed-aware statistics;
-* ``reporting``: outputs, plots, references;
-* ``cli``: the ``countdown-study`` command line (nothing in the library imports it);
-* ``paths``, ``seeding`` and ``checksums``: the one place for paths, for seeds and for the SHA-256 of weights.
+* ``training``: the RLOO loop, the IPO and SFT stages, which evaluate with ``evaluation``;
+* ``reporting``: outputs, plots, references, the paper (no torch; of ``runs`` only files and provenance);
+* ``study``: presets, method rows, tables, seed-aware statistics, the notebooks' pipeline;
+* ``cli``, ``__main__``: the ``countdown-study`` command line (nothing in the library imports it).
 
 The public names (``__all__``) are importable from here lazily: each loads its home module on first
 access, so ``countdown_study.compute_score(...)`` imports no torch (``compare`` lives in ``study``, which

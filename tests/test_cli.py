@@ -165,13 +165,8 @@ def test_runs_status_counts_the_grid_and_names_started_runs(capsys, tmp_path):
     assert main(["runs", "status", "02", "--preset", "tiny", "--root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"runs of the tiny preset in {tmp_path}"
-    assert lines[2].split() == ["02_baselines", "0", "1", "3", "4"] and lines[3].split() == [
-        "all",
-        "0",
-        "1",
-        "3",
-        "4",
-    ]
+    assert lines[2].split() == ["02_baselines", "0", "1", "4", "5"]
+    assert lines[3].split() == ["all", "0", "1", "4", "5"]
     assert lines[4].split() == ["started", sft.run_id, "02_baselines:", "SFT", "(seed", "0)", "[0", "steps]"]
     assert len(lines) == 5  # waiting runs are listed with --runs only
     # the README's order, notebooks after the options, says the same
@@ -230,3 +225,36 @@ def test_eval_sampling_options_reach_the_config():
     given = parser.parse_args(["--tasks", "x", "--top-k", "0", "--temperature", "1.5", "--stop-at-answer"])
     expected = replace(EVAL_SAMPLING, top_k=0, temperature=1.5, stop_at_answer=True)
     assert cli_eval.sampling_from_args(given) == expected
+
+
+def _run_folder(root, run_id, dirty, finished=True):
+    folder = root / run_id
+    folder.mkdir(parents=True)
+    (folder / "provenance.json").write_text(
+        f'{{"git_sha": "abcdef1234567890", "git_dirty": {str(dirty).lower()}}}'
+    )
+    if finished:
+        (folder / "DONE").write_text("")
+    return folder
+
+
+def test_runs_retire_moves_only_finished_dirty_runs(capsys, tmp_path):
+    root = tmp_path / "runs"
+    _run_folder(root, "rloo-clean", dirty=False)
+    _run_folder(root, "rloo-dirty", dirty=True)
+    _run_folder(root, "rloo-started", dirty=True, finished=False)  # not finished: it resumes, not retired
+    assert main(["runs", "retire", "--dirty", "--dry-run", "--root", str(root)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "would retire rloo-dirty (made at abcdef123456 with changes)",
+        "1 finished runs made from a dirty tree would be moved",
+    ]
+    assert sorted(p.name for p in root.iterdir()) == ["rloo-clean", "rloo-dirty", "rloo-started"]
+    assert main(["runs", "retire", "--dirty", "--root", str(root)]) == 0
+    assert sorted(p.name for p in root.iterdir()) == ["rloo-clean", "rloo-started"]
+    assert (tmp_path / "runs.retired" / "rloo-dirty" / "DONE").is_file()
+    _run_folder(root, "rloo-dirty", dirty=True)  # made again from a dirty tree: never overwrites the first
+    assert main(["runs", "retire", "--dirty", "--root", str(root)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"countdown-study runs: error: already retired under {tmp_path / 'runs.retired'}: rloo-dirty"
+    )
+    assert (root / "rloo-dirty").is_dir()

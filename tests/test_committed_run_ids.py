@@ -30,6 +30,8 @@ CHANGED_ROWS = {
     **{method.name: 5 for method in study.REPORT_004},
 }
 """Rows whose full-preset runs have new ids, and how many runs each (70 in all)."""
+NEW_ROWS = {study.UNIFORM_SEQUENCE_SUM.name, study.ADAPTIVE_V2_REPORT_WARMUP.name}
+"""Rows added with the fixes (the reports' loss aggregation, v2's proportional warm-up): no run before."""
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +55,8 @@ def id_before_the_fixes(method, at, seed) -> str:
 def test_only_the_fixed_rows_have_new_run_ids(rows):
     new = {}
     for method, at in rows:
+        if method.name in NEW_ROWS:
+            continue
         for seed in at.seeds:
             now = locate_config(method.kind, method_config(method, at, seed)).run_id
             if method.name not in CHANGED_ROWS:

@@ -36,8 +36,9 @@ from countdown_study.samplers import make_sampler
 from countdown_study.training.loop import TrainConfig, rloo_step
 
 PACKAGE_DIR = Path(countdown_study.__file__).resolve().parent
-SCANNED = ("rollout", "objectives", "training", "evaluation", "policy")
-"""The model layers: every module under these folders is scanned."""
+SCANNED = ("rollout", "objectives", "training", "evaluation", "policy", "runs/device.py")
+"""The model layers: every module under these folders is scanned, and the device names every run config
+resolves (``runs.device``)."""
 
 FACTORIES = frozenset({
     "zeros", "ones", "full", "empty", "arange", "eye", "rand", "randn", "randint", "randperm", "linspace",
@@ -47,9 +48,9 @@ FACTORIES = frozenset({
 
 EXCEPTIONS = {
     ("rollout/core.py", "HOST", "cpu-literal"): "the one name of the host device (results are stored there)",
-    ("training/device.py", "DEVICES", "cpu-literal"): "the device names a config accepts",
-    ("training/device.py", "DEFAULT_DEVICE", "cpu-literal"): "the default device name",
-    ("training/loop.py", "PRESETS", "cpu-literal"): "the name of the CPU preset, not a device",
+    ("runs/device.py", "DEVICES", "cpu-literal"): "the device names a config accepts",
+    ("runs/device.py", "DEFAULT_DEVICE", "cpu-literal"): "the default device name",
+    ("training/rloo_config.py", "PRESETS", "cpu-literal"): "the name of the CPU preset, not a device",
 }
 """(module under the package, enclosing definition, kind) -> why the rule does not apply there."""
 
@@ -147,7 +148,8 @@ def scan(source: str, module: str) -> list[Finding]:
 
 def scanned_modules() -> dict[str, str]:
     """Source of every scanned module by its path under the package."""
-    files = sorted(f for layer in SCANNED for f in (PACKAGE_DIR / layer).rglob("*.py"))
+    entries = [PACKAGE_DIR / entry for entry in SCANNED]
+    files = sorted(f for entry in entries for f in ([entry] if entry.is_file() else entry.rglob("*.py")))
     return {f.relative_to(PACKAGE_DIR).as_posix(): f.read_text() for f in files}
 
 

@@ -1,18 +1,22 @@
-"""The study grid: the registry is what the notebooks run; planned run ids are the ones run_method gives."""
+"""The study grid: the notebooks run the registry's rows, read from it; planned run ids are the ones run_method
+gives."""
 
 import ast
 import json
+import sys
 from pathlib import Path
 
 import nbformat
 import pandas as pd
 import pytest
 
-from countdown_study.paths import notebooks_dir, tables_dir
-from countdown_study.study import grid
+from countdown_study.paths import notebooks_dir, runs_dir, tables_dir
+from countdown_study.runs.store import is_finished
+from countdown_study.study import grid, scale
 from countdown_study.study.methods import (
     REPORT_003_EMBEDDED,
     REPORT_003_THRESHOLD_EMBEDDED,
+    REPORT_004,
     SFT,
     UNIFORM,
     Method,
@@ -51,10 +55,11 @@ def _calls(cell_source: str) -> tuple[list[ast.stmt], list[ast.Call]]:
 
 
 def _recorder(into: list):
-    """Stands in for ``run_notebook_study``: records (notebook, methods, policy), trains nothing."""
+    """Stands in for ``run_notebook_study``: records (notebook, methods, policy, the caller's line), trains
+    nothing."""
 
     def record(notebook, methods, preset, policy="embedded", **_):
-        into.append((notebook, tuple(methods), policy))
+        into.append((notebook, tuple(methods), policy, sys._getframe(1).f_lineno))
         return None, {}
 
     return record
@@ -76,8 +81,9 @@ def notebook_calls(path: Path) -> list[grid.NotebookStudy]:
         for statement in statements:
             exec(compile(ast.Module([statement], []), str(path), "exec"), space)
             space[CALL] = _recorder(recorded)  # after each statement: the cell's import binds the real one
-        assert len(recorded) == len(calls)
-        for (notebook, methods, policy), call in zip(recorded, calls, strict=True):
+        assert len(recorded) <= len(calls)  # a call under an ``if`` (an unshipped size) may not run
+        for notebook, methods, policy, line in recorded:
+            [call] = [c for c in calls if c.lineno <= line <= c.end_lineno]
             assert notebook == path.stem
             given = (
                 call.args[3]
@@ -96,9 +102,79 @@ def test_the_registry_names_every_notebook():
         grid.plan_grid(["99_unknown"], "tiny")
 
 
+def _fields(study: grid.NotebookStudy) -> tuple:
+    return study.methods, study.policy_parameter, study.default_policy
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_the_registry_is_what_each_notebook_runs(path):
-    assert tuple(notebook_calls(path)) == grid.NOTEBOOK_STUDIES[path.stem]
+    assert [_fields(s) for s in notebook_calls(path)] == [
+        _fields(s) for s in grid.NOTEBOOK_STUDIES[path.stem]
+    ]
+
+
+def _row_source(path: Path, call: ast.Call, statements: list[ast.stmt]) -> ast.expr:
+    """The expression a ``run_notebook_study`` call's methods come from: the argument, or the value last
+    assigned to the name it passes."""
+    given = call.args[1] if len(call.args) > 1 else next(k.value for k in call.keywords if k.arg == "methods")
+    if not isinstance(given, ast.Name):
+        return given
+    assigned = [s.value for s in statements if isinstance(s, ast.Assign) and s.end_lineno < call.lineno
+                and any(isinstance(t, ast.Name) and t.id == given.id for t in s.targets)]  # fmt: skip
+    assert assigned, f"{path.stem}: {given.id} is not assigned before the call"
+    return assigned[-1]
+
+
+def notebook_row_sources(path: Path) -> list[tuple]:
+    """Per ``run_notebook_study`` call of ``path``, in order, where its rows come from: the arguments of the
+    ``notebook_methods`` call that gives them (notebook stem and block), else the source of the list."""
+    found = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code" or CALL not in cell.source:
+            continue
+        statements, calls = _calls(cell.source)
+        for call in calls:
+            source = _row_source(path, call, statements)
+            func = source.func if isinstance(source, ast.Call) else None
+            if getattr(func, "id", getattr(func, "attr", "")) == "notebook_methods":
+                found.append(tuple(ast.literal_eval(a) for a in source.args))
+            else:
+                found.append((ast.unparse(source),))
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_each_notebook_reads_its_rows_from_the_registry(path):
+    """The rows are written once, in ``grid.NOTEBOOK_STUDIES``: every call takes its own block's."""
+    expected = [(path.stem, s.block) if s.block else (path.stem,) for s in grid.NOTEBOOK_STUDIES[path.stem]]
+    unshipped = {(scale.NOTEBOOK, size.name) for size in scale.SIZES if size not in scale.shipped_sizes()}
+    assert [source for source in notebook_row_sources(path) if source not in unshipped] == expected
+
+
+def test_a_list_written_in_the_notebook_is_caught(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell('preset = "tiny"\npolicy = "embedded"', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "methods = study.notebook_methods('02_baselines')\n"
+            f"result, meta = {CALL}('02_baselines', methods, preset, policy)\n"
+            "methods = [study.SFT, study.UNIFORM]\n"
+            f"again, _ = {CALL}('02_baselines', methods, preset, policy)"
+        ),
+    ]
+    path = tmp_path / "02_baselines.ipynb"
+    nbformat.write(nb, path)
+    assert notebook_row_sources(path) == [("02_baselines",), ("[study.SFT, study.UNIFORM]",)]
+
+
+def test_notebook_methods_gives_a_blocks_rows_and_names_the_blocks():
+    assert grid.notebook_methods("03_curricula_000") == grid.NOTEBOOK_STUDIES["03_curricula_000"][0].methods
+    embedded = grid.notebook_methods("06_solution_count_vcc_003", "embedded")
+    assert embedded == (UNIFORM, *REPORT_003_EMBEDDED, *REPORT_003_THRESHOLD_EMBEDDED)
+    with pytest.raises(ValueError, match=r"no study block ''; its blocks: \['search', 'embedded'\]"):
+        grid.notebook_methods("06_solution_count_vcc_003")
+    with pytest.raises(ValueError, match="no entry in study.grid.NOTEBOOK_STUDIES"):
+        grid.notebook_methods("99_unknown")
 
 
 @pytest.mark.parametrize(
@@ -110,11 +186,15 @@ def test_the_registry_is_what_each_notebook_runs(path):
     ],
 )
 def test_planned_run_ids_are_the_committed_full_preset_runs(notebook, table):
-    """The full preset's committed tables record the run id of each (method, seed) the notebook ran."""
+    """The full preset's committed tables record the run id of each (method, seed) the notebook ran; a
+    planned row they do not record yet (a row added since) has no finished run in the committed store, so
+    a table is never older than the runs it could read."""
     meta = json.loads((tables_dir("full") / f"{table}.meta.json").read_text())
     recorded = {(r["method"], r["seed"]): r["run_id"] for r in meta["runs"]}
     planned = {row[1:]: run.run_id for run in grid.plan_grid([notebook], "full") for row in run.rows}
-    assert planned == recorded
+    assert {key: planned.get(key) for key in recorded} == recorded
+    pending = {key: run_id for key, run_id in planned.items() if key not in recorded}
+    assert not [key for key, run_id in pending.items() if is_finished(runs_dir("full") / run_id)]
 
 
 def test_a_run_two_notebooks_share_is_planned_once():
@@ -208,7 +288,7 @@ def test_a_worker_computing_another_run_id_refuses_the_run(tmp_path):
 
 
 def test_an_extra_set_is_never_larger_than_the_presets_held_out_set():
-    ood_row = next(m for m in grid.REPORT_004 if m.eval_sets)
+    ood_row = next(m for m in REPORT_004 if m.eval_sets)
     sets = {
         name: method_config(ood_row, study_preset(name), 0).eval.extra_sets
         for name in ("full", "quick", "tiny")

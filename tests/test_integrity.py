@@ -394,7 +394,9 @@ def test_an_rloo_run_at_lr_1e9_stops_at_the_first_nonfinite_step_and_writes_no_d
 
 
 def test_a_forced_nan_gradient_norm_names_its_step(tiny_policy, tmp_path, monkeypatch):
-    original = loop.policy_update
+    from countdown_study.training import rloo
+
+    original = rloo.policy_update
     calls = []
 
     def nan_at_step_1(*args, **kwargs):
@@ -402,7 +404,7 @@ def test_a_forced_nan_gradient_norm_names_its_step(tiny_policy, tmp_path, monkey
         calls.append(1)
         return {**update, "grad_norm": float("nan")} if len(calls) == 2 else update
 
-    monkeypatch.setattr(loop, "policy_update", nan_at_step_1)
+    monkeypatch.setattr(rloo, "policy_update", nan_at_step_1)
     with pytest.raises(ValueError, match=r"^RLOO step 1: non-finite grad_norm nan;"):
         train(tiny_config(tiny_policy), root=tmp_path, progress=False)
     assert not (run_folder(tmp_path) / "DONE").exists()

@@ -15,7 +15,8 @@ from countdown_study.rollout import Rollouts, SamplingConfig, sequence_logprobs
 from countdown_study.runs.files import plain
 from countdown_study.samplers import Batch
 from countdown_study.training.aux import build_aux_losses
-from countdown_study.training.loop import TrainConfig, _grades, train
+from countdown_study.training.loop import TrainConfig, train
+from countdown_study.training.rloo import _grades
 from countdown_study.training.specs import AuxLossSpec, DataSpec, EvalSpec
 from countdown_study.training.vcc import VCCObjective, commit_tokens, vcc_spec
 

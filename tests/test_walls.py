@@ -1,19 +1,25 @@
-"""The walls between the package's layers, read from the source (see STYLE.md, "The layout to grow into").
+"""The walls between the package's layers, read from the source.
 
-Every ``import`` / ``from ... import`` statement of every ``.py`` file of the package is collected from
-its syntax tree: those inside functions and ``TYPE_CHECKING`` blocks too, relative imports resolved,
-``from package import submodule`` counted as importing the submodule, and the top-level lazy names
-(``from countdown_study import compute_score``) as importing their home module. Each rule of ``RULES``
-is one test case; a failure lists every offending ``file:line: statement``. The import graph of
-module-level imports must be acyclic, and the torch-free layers must import with torch unavailable.
+The layers and their order are the list in the package docstring (``countdown_study/__init__.py``, lowest
+first): ``LAYERS`` is read from there, so the order is written once, every module of the package belongs
+to one of them, and the README lists the same order. Every ``import`` / ``from ... import`` statement of
+every ``.py`` file of the package is collected from its syntax tree: those inside functions and
+``TYPE_CHECKING`` blocks too, relative imports resolved, ``from package import submodule`` counted as
+importing the submodule, and the top-level lazy names (``from countdown_study import compute_score``) as
+importing their home module. Each layer imports only the layers before it (one ``order-<layer>`` case
+each), and ``WALLS`` are the narrower walls of some layers (no torch in the ground truth, no model in the
+samplers, ...); a failure lists every offending ``file:line: statement``. The import graph must be
+acyclic, counting the imports that run when a module is imported and those in ``TYPE_CHECKING`` blocks;
+and the torch-free layers must import with torch unavailable.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -59,12 +65,17 @@ class Import:
     """The statement, as source."""
     target: str
     """The imported module, absolute (a package module when the name is one)."""
-    module_level: bool
-    """Runs when the importer is imported: not inside a function or a ``TYPE_CHECKING`` block."""
+    when: str
+    """When the statement runs (``WHEN``)."""
 
     def __str__(self) -> str:
         where = f"{self.path.relative_to(ROOT)}:{self.line}"
         return f"{where}: {self.statement}  (-> {self.target})"
+
+
+WHEN = ("import", "type_checking", "call")
+"""When an import statement runs: as its module is imported (module level and class bodies), only for a
+type checker (an ``if TYPE_CHECKING:`` block at module level), or when a function is called."""
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -73,16 +84,16 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _statements(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import statement with whether it runs at import time (class bodies do, functions don't)."""
-    stack: list[tuple[ast.AST, bool]] = [(tree, True)]
+def _statements(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement with when it runs (``WHEN``)."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "import")]
     while stack:
-        node, module_level = stack.pop()
+        node, when = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, module_level
-        inner = module_level and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            yield node, when
+        inner = "call" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) else when
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            stack.extend((child, False) for child in node.body)
+            stack.extend((child, "type_checking" if inner == "import" else inner) for child in node.body)
             stack.extend((child, inner) for child in node.orelse)
             continue
         stack.extend((child, inner) for child in ast.iter_child_nodes(node))
@@ -113,14 +124,63 @@ def _read_imports() -> list[Import]:
     imports = []
     for name, path in MODULES.items():
         source = path.read_text(encoding="utf-8")
-        for node, module_level in _statements(ast.parse(source, filename=str(path))):
+        for node, when in _statements(ast.parse(source, filename=str(path))):
             statement = ast.unparse(node)
             for target in _targets(node, name, path.name == "__init__.py"):
-                imports.append(Import(name, path, node.lineno, statement, target, module_level))
+                imports.append(Import(name, path, node.lineno, statement, target, when))
     return sorted(imports, key=lambda i: (str(i.path), i.line, i.target))
 
 
 IMPORTS = _read_imports()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The layers, from the package docstring
+# ---------------------------------------------------------------------------------------------------
+
+
+def documented_layers(doc: str) -> tuple[tuple[str, ...], ...]:
+    """The layers a docstring lists, lowest first: per ``* `` bullet of the paragraph after the one that
+    opens with ``Layers``, the ````name````s before the bullet's first colon."""
+    paragraphs = doc.split("\n\n")
+    opening = next(i for i, p in enumerate(paragraphs) if p.startswith("Layers"))
+    bullets = [line for line in paragraphs[opening + 1].splitlines() if line.startswith("* ")]
+    return tuple(tuple(re.findall(r"``([\w.]+)``", bullet.split(":", 1)[0])) for bullet in bullets)
+
+
+def readme_layers(text: str) -> tuple[tuple[str, ...], ...]:
+    """The layers the README's sentence ``Layers, lowest first ...: `a`, `b`; `c`; ... .`` lists: groups
+    split by ``;``, each group's ```name```s."""
+    found = re.search(r"Layers, lowest first[^:]*:(.*?)\.(?:\s|$)", text, re.S)
+    assert found, "the README has no sentence 'Layers, lowest first ...: ...'"
+    return tuple(tuple(re.findall(r"`([\w.]+)`", group)) for group in found.group(1).split(";"))
+
+
+LAYERS = documented_layers(ast.get_docstring(ast.parse((PACKAGE_DIR / "__init__.py").read_text())))
+"""The package's layers, lowest first; the names of one entry share a layer."""
+
+
+def test_documented_layers_are_read_bullet_by_bullet():
+    doc = (
+        "Intro.\n\nLayers, lowest first:\n\n"
+        "* ``a``, ``b``: the base (``c`` is no layer)\n  and ``d``;\n"
+        "* ``e``: the top.\n\nEnd."
+    )
+    assert documented_layers(doc) == (("a", "b"), ("e",))
+    readme = "Layers, lowest first, each importing only those before it: `a`, `b`; `e`. Then `f`."
+    assert readme_layers(readme) == (("a", "b"), ("e",))
+
+
+def test_every_module_is_in_one_layer():
+    tops = {name.split(".")[1] for name in MODULES if name != PACKAGE}
+    listed = [name for layer in LAYERS for name in layer]
+    assert len(listed) == len(set(listed)), f"a name is listed twice: {listed}"
+    assert sorted(tops - set(listed)) == [], "modules in no layer of the package docstring"
+    assert sorted(set(listed) - tops) == [], "layers of the package docstring that are not in the package"
+
+
+def test_the_readme_lists_the_same_layers():
+    assert readme_layers((ROOT / "README.md").read_text(encoding="utf-8")) == LAYERS
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -138,7 +198,7 @@ def _layers(*names: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Rule:
-    """Modules under ``scope`` (minus ``exempt``) import nothing in ``forbid``; when ``only`` is set,
+    """Modules under ``scope`` import nothing in ``forbid``; when ``only`` is set,
     nothing outside it; when ``internal_only`` is set, nothing of the package outside it. The package
     root itself (``from countdown_study import __version__``) imports nothing at import time and is
     always allowed."""
@@ -150,10 +210,9 @@ class Rule:
     forbid: tuple[str, ...] = ()
     only: tuple[str, ...] | None = None
     internal_only: tuple[str, ...] | None = None
-    exempt: tuple[str, ...] = ()
 
     def applies_to(self, module: str) -> bool:
-        return _under(module, self.scope) and not _under(module, self.exempt)
+        return _under(module, self.scope)
 
     def breaks(self, target: str) -> bool:
         if target == PACKAGE:
@@ -168,64 +227,36 @@ class Rule:
         return self.internal_only is not None and top == PACKAGE and not _under(target, self.internal_only)
 
 
+def _order_rules(layers: tuple[tuple[str, ...], ...]) -> list[Rule]:
+    """One rule per layer below the top: it imports nothing of the layers after it."""
+    rules = []
+    for index, names in enumerate(layers[:-1]):
+        above = [name for later in layers[index + 1 :] for name in later]
+        name = f"{', '.join(names)}: imports none of the layers after it ({', '.join(above)})"
+        rules.append(Rule(f"order-{names[0]}", name, scope=_layers(*names), forbid=_layers(*above)))
+    return rules
+
+
 MODEL = ("torch", "transformers", "tokenizers")
-RULES = [
+WALLS = [
     Rule(
         "countdown",
-        "countdown is pure ground truth: no torch, no other layer",
+        "countdown is pure ground truth: no torch, nothing of the package but paths and seeding",
         scope=_layers("countdown"),
         forbid=MODEL,
         internal_only=_layers("countdown", "paths", "seeding"),
     ),
     Rule(
         "samplers",
-        "samplers see tasks, features and observations only",
+        "samplers see tasks, features and observations only: no model, no run store",
         scope=_layers("samplers"),
-        forbid=(
-            "torch",
-            "transformers",
-            *_layers("policy", "rollout", "training", "objectives", "evaluation", "study", "runs"),
-        ),
+        forbid=(*MODEL, *_layers("policy", "rollout", "evaluation", "objectives", "runs")),
     ),
     Rule(
         "objectives",
         "objectives are functions of tensors",
         scope=_layers("objectives"),
         only=(STDLIB, "torch", "numpy", *_layers("objectives")),
-    ),
-    Rule(
-        "policy",
-        "policy sits below rollout and training",
-        scope=_layers("policy"),
-        forbid=_layers(
-            "rollout", "objectives", "samplers", "training", "evaluation", "runs", "study", "reporting"
-        ),
-    ),
-    Rule(
-        "rollout",
-        "rollout sits below objectives and training",
-        scope=_layers("rollout"),
-        forbid=_layers("objectives", "samplers", "training", "evaluation", "runs", "study", "reporting"),
-    ),
-    Rule(
-        "evaluation",
-        "evaluation sits below training and study",
-        scope=_layers("evaluation"),
-        forbid=_layers("training", "study", "samplers", "objectives", "reporting"),
-    ),
-    Rule(
-        "runs",
-        "runs sits below every model layer",
-        scope=_layers("runs"),
-        forbid=_layers(
-            "policy", "rollout", "objectives", "samplers", "training", "evaluation", "study", "reporting"
-        ),
-    ),
-    Rule(
-        "training",
-        "training sits below study and reporting",
-        scope=_layers("training"),
-        forbid=_layers("study", "reporting"),
     ),
     Rule(
         "reporting",
@@ -237,19 +268,14 @@ RULES = [
         ),
     ),
     Rule(
-        "no-cli",
-        "the library never imports the command line",
-        scope=(PACKAGE,),
-        forbid=_layers("cli"),
-        exempt=_layers("cli", "__main__"),
-    ),
-    Rule(
         "no-notebooks",
         "nothing imports notebooks",
         scope=(PACKAGE,),
         forbid=("notebooks", "import_ipynb", "importnb"),
     ),
 ]
+"""The walls narrower than the order."""
+RULES = [*_order_rules(LAYERS), *WALLS]
 RULE = {r.key: r for r in RULES}
 
 
@@ -261,32 +287,43 @@ def test_wall(rule):
     assert not offending, f"{rule.name}: {len(offending)} offending imports\n" + "\n".join(offending)
 
 
+def test_every_layer_but_the_top_has_an_order_rule():
+    keys = [r.key for r in RULES if r.key.startswith("order-")]
+    assert keys == [f"order-{names[0]}" for names in LAYERS[:-1]]
+
+
 def test_the_command_line_may_import_itself():
-    assert not RULE["no-cli"].applies_to("countdown_study.cli.train")
-    assert not RULE["no-cli"].applies_to("countdown_study.__main__")
+    for importer in ("countdown_study.cli.train", "countdown_study.__main__"):
+        assert [r.key for r in RULES if r.applies_to(importer) and r.breaks("countdown_study.cli.run")] == []
 
 
-def test_imports_in_functions_and_type_checking_blocks_are_not_module_level():
+def test_when_each_import_runs():
     source = """
 import os
 from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import torch
+    def typed():
+        import numpy
 else:
     import json
 class Holder:
     import math
 def load():
     import datasets
+    if TYPE_CHECKING:
+        import pandas
 """
-    seen = {alias.name: level for node, level in _statements(ast.parse(source)) for alias in node.names}
+    seen = {alias.name: when for node, when in _statements(ast.parse(source)) for alias in node.names}
     assert seen == {
-        "os": True,
-        "TYPE_CHECKING": True,
-        "torch": False,
-        "json": True,
-        "math": True,
-        "datasets": False,
+        "os": "import",
+        "TYPE_CHECKING": "import",
+        "torch": "type_checking",
+        "numpy": "call",
+        "json": "import",
+        "math": "import",
+        "datasets": "call",
+        "pandas": "call",
     }
 
 
@@ -317,10 +354,28 @@ RULE_CHECKS = [
         ["torch", "countdown_study.runs.store", "countdown_study.study", "countdown_study.training.loop"],
     ),
     (
-        RULE["no-cli"],
+        RULE["order-runs"],
+        "countdown_study.runs.store",
+        ["countdown_study.checksums", "countdown_study.countdown.task", "pandas"],
+        ["countdown_study.policy.model", "countdown_study.evaluation.run", "countdown_study.training.loop"],
+    ),
+    (
+        RULE["order-evaluation"],
+        "countdown_study.evaluation.evaluate",
+        ["countdown_study.rollout.engine", "countdown_study.runs.store", "countdown_study.policy"],
+        ["countdown_study.training.loop", "countdown_study.samplers.base", "countdown_study.objectives.rloo"],
+    ),
+    (
+        RULE["order-training"],
         "countdown_study.training.loop",
-        ["countdown_study.clinic"],
-        ["countdown_study.cli.train"],
+        ["countdown_study.clinic", "countdown_study.evaluation.evaluate", "countdown_study.samplers"],
+        ["countdown_study.cli.train", "countdown_study.study.grid", "countdown_study.reporting.outputs"],
+    ),
+    (
+        RULE["order-study"],
+        "countdown_study.study.grid",
+        ["countdown_study.training.loop", "countdown_study.reporting.plots"],
+        ["countdown_study.cli.run", "countdown_study.__main__"],
     ),
 ]
 
@@ -417,19 +472,42 @@ def test_find_cycles_reports_a_cycle():
     assert find_cycles({"a": {"b"}, "b": set()}) == []
 
 
+CYCLE_EDGES = ("import", "type_checking")
+"""The imports a cycle may not go through (``WHEN``): those that run when a module is imported, and those a
+type checker follows; one through a ``TYPE_CHECKING`` block is a cycle between the modules all the same."""
+
+
+def import_graph(imports: Iterable[Import], modules: Iterable[str]) -> dict[str, set[str]]:
+    """Module -> the package modules it imports through ``CYCLE_EDGES``."""
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for i in imports:
+        if i.when in CYCLE_EDGES and i.target in graph and i.target != i.importer:
+            graph[i.importer].add(i.target)
+    return graph
+
+
+def test_a_cycle_through_a_type_checking_block_counts():
+    def imports(*edges: tuple[str, str, str]) -> list[Import]:
+        return [Import(a, ROOT / f"{a}.py", 1, f"import {b}", b, when) for a, b, when in edges]
+
+    typed = imports(("a", "b", "import"), ("b", "a", "type_checking"))
+    called = imports(("a", "b", "import"), ("b", "a", "call"))
+    assert find_cycles(import_graph(typed, ["a", "b"])) == [["a", "b", "a"]]
+    assert find_cycles(import_graph(called, ["a", "b"])) == []
+
+
 def test_no_import_cycle():
-    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    graph = import_graph(IMPORTS, MODULES)
     lines: dict[tuple[str, str], str] = {}
     for i in IMPORTS:
-        if i.module_level and i.target in MODULES and i.target != i.importer:
-            graph[i.importer].add(i.target)
-            lines.setdefault((i.importer, i.target), str(i))
+        if i.when in CYCLE_EDGES:
+            lines.setdefault((i.importer, i.target), f"{i}  [{i.when}]")
     cycles = find_cycles(graph)
     report = [
         " -> ".join(cycle) + "\n" + "\n".join(f"    {lines[edge]}" for edge in pairwise(cycle))
         for cycle in cycles
     ]
-    assert not cycles, "module-level import cycles:\n" + "\n".join(report)
+    assert not cycles, "import cycles (at import or in TYPE_CHECKING blocks):\n" + "\n".join(report)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -26,9 +26,9 @@ from countdown_study.cli.bounds import (
     policy_bytes_per_token,
     shipped_policy_dir,
 )
-from countdown_study.evaluation.defaults import EVAL_MAX_NEW_TOKENS, EVAL_SAMPLING, default_budget
+from countdown_study.evaluation.defaults import EVAL_MAX_NEW_TOKENS, EVAL_N, EVAL_SAMPLING, default_budget
 from countdown_study.rollout.sampling import ENGINES
-from countdown_study.training.device import DEFAULT_DEVICE, DEVICES
+from countdown_study.runs.device import DEFAULT_DEVICE, DEVICES
 
 if TYPE_CHECKING:
     from countdown_study.countdown.task import Task
@@ -50,7 +50,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--tokenizer", default=None, help="where the tokenizer comes from (default: the policy)"
     )
     parser.add_argument("--tasks", required=True, help="'generated:COUNT:SEED', a Hugging Face id or a file")
-    parser.add_argument("--n", type=int, default=16, help="samples per task")
+    parser.add_argument("--n", type=int, default=EVAL_N, help="samples per task")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed")
     parser.add_argument("--json", default=None, help="write the summary here (default: standard output)")
     parser.add_argument(
@@ -164,8 +164,8 @@ def cli_main(args: argparse.Namespace) -> int:
     from countdown_study.evaluation.defaults import truncation_warning
     from countdown_study.evaluation.evaluate import evaluate
     from countdown_study.policy import load_policy
+    from countdown_study.runs.device import describe_device, prepare_device, resolve_device
     from countdown_study.runs.files import atomic_path, atomic_write_json
-    from countdown_study.training.device import describe_device, prepare_device, resolve_device
 
     device = resolve_device(args.device)  # before the policy loads: cuda without a GPU fails at once
     check_batch_memory(

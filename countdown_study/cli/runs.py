@@ -1,6 +1,7 @@
 """``countdown-study runs``: check the run store (``verify``: every finished run against its recorded
-checksums) or say how far the study grid has come (``status``: the notebooks' planned runs, finished,
-started or waiting, at a preset)."""
+checksums), say how far the study grid has come (``status``: the notebooks' planned runs, finished,
+started or waiting, at a preset), or set aside the finished runs made from a dirty tree (``retire --dirty``:
+moved out of the store, so that the next ``countdown-study run`` trains them again from a clean commit)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="also say how the local executor packs the runs here with K runs per GPU (runs at once, GPUs, "
         "CPU threads per run), as countdown-study run --executor local --runs-per-gpu K would (default: not)",
     )  # fmt: skip
+    retire = actions.add_parser(
+        "retire", help="move the finished runs made from a dirty tree out of the store",
+        description="Move every finished run whose provenance records uncommitted code changes (git_dirty) "
+        "out of the store into ROOT.retired/, so that the notebooks train it again under the same run id "
+        "from a clean commit; one line per run, then the count.",
+    )  # fmt: skip
+    retire.add_argument("--dirty", action="store_true", required=True, help="runs made from a dirty tree")
+    retire.add_argument("--dry-run", action="store_true", help="only list the runs (default: move them)")
+    retire.add_argument("--root", default=None, help="run store folder (default results/runs)")
     verify.add_argument("--root", default=None, help="run store folder (default results/runs)")
     status.add_argument(
         "--root", default=None,
@@ -50,6 +60,8 @@ def cli_main(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else runs_dir(getattr(args, "preset", "full"))
     if args.action == "status":
         return status(args, root)
+    if args.action == "retire":
+        return retire_dirty(root, dry_run=args.dry_run)
     from countdown_study.runs.environments import table_environment_warnings
     from countdown_study.runs.provenance import dirty_provenance_warnings
     from countdown_study.runs.store import RunStore, is_finished
@@ -111,3 +123,28 @@ def packing_status(planned, runs_per_gpu: int) -> str:
     except ValueError as err:
         return f"{head} refused here: {err}"
     return "\n".join([head, *(f"  {line}" for line in lines)])
+
+
+def retire_dirty(root: Path, dry_run: bool = False) -> int:
+    """Move each finished run of ``root`` whose ``provenance.json`` records ``git_dirty`` into
+    ``<root>.retired/<run id>`` (``dry_run``: list them only); a run already retired under that id is an
+    error, so nothing is overwritten. Prints one line per run and the count; exit 0."""
+    from countdown_study.runs.store import RunStore, is_finished
+
+    if not root.is_dir():
+        raise FileNotFoundError(f"no run store at {root}")
+    dirty = [p for p in sorted(root.iterdir())
+             if is_finished(p) and RunStore(p.name, p, None).provenance().get("git_dirty")]  # fmt: skip
+    retired = root.with_name(root.name + ".retired")
+    taken = [p.name for p in dirty if (retired / p.name).exists()]
+    if taken:
+        raise FileExistsError(f"already retired under {retired}: {', '.join(taken)}")
+    for path in dirty:
+        sha = RunStore(path.name, path, None).provenance().get("git_sha") or "unknown"
+        print(f"{'would retire' if dry_run else 'retired'} {path.name} (made at {sha[:12]} with changes)")
+        if not dry_run:
+            retired.mkdir(exist_ok=True)
+            path.rename(retired / path.name)
+    verb = "would be moved" if dry_run else f"moved to {retired}"
+    print(f"{len(dirty)} finished runs made from a dirty tree {verb}")
+    return 0

@@ -29,11 +29,11 @@ from countdown_study.cli.bounds import (
 )
 from countdown_study.paths import runs_dir
 from countdown_study.rollout.sampling import ENGINES
-from countdown_study.training.device import DEVICES
+from countdown_study.runs.device import DEVICES
 
 PRESET_NAMES = ("cpu", "paper")
-"""The names of ``training.loop.PRESETS`` in sorted order, written out so that parsing imports no torch
-(``tests/test_cli.py`` holds them equal)."""
+"""The names of ``training.rloo_config.PRESETS`` in sorted order, written out so that parsing imports no
+torch (``tests/test_cli.py`` holds them equal)."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +92,7 @@ def cli_main(args: argparse.Namespace) -> int:
 
     check_args(args)
 
-    from countdown_study.training.device import resolve_device
+    from countdown_study.runs.device import resolve_device
     from countdown_study.training.loop import on_engine, preset, train
 
     fields = ("sampler", "steps", "prompts_per_step", "group_size", "lr", "seed", "threads", "device")

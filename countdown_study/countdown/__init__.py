@@ -5,9 +5,11 @@ Wall: imports nothing from torch, transformers or any other layer of the package
 not import torch).
 
 Modules, lowest first (each imports only those above it): ``task`` (the ``Task`` record), ``prompts``,
-``verifier``, ``grading``, ``commit`` (report 003's commit points, pairs and commit reward), ``solver``,
-``features_batched`` and ``features`` (report 002's Difficulty Vector), ``generate``, ``load``,
-``splits``, ``difficulty`` (tiers and levels), ``synthetic`` (report 004's rule-based task generator).
+``extract`` and ``expression`` (the verifier's extraction and grammar), ``verifier``, ``grading``,
+``commit`` (report 003's commit points, pairs and commit reward), ``solver``, ``features_batched`` and
+``features`` (report 002's Difficulty Vector), ``generate``, ``task_readers`` (a source's raw rows),
+``load``, ``splits``, ``difficulty`` (tiers and levels), ``synthetic`` (report 004's rule-based task
+generator).
 """
 
 from countdown_study.countdown.difficulty import (

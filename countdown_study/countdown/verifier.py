@@ -30,6 +30,10 @@ expression *shape* (``(n+n)+n``) goes through the same shunting-yard parser once
 value is computed with ``int`` arithmetic until a division is inexact, then with ``Fraction``. With at
 most ``EXACT_LITERALS`` literals no value can exceed ``MAX_VALUE_BITS``; longer expressions take the
 careful path. It equals ``verify(...).reward`` on every input (``tests/test_verifier.py``).
+
+The steps live in ``countdown.extract`` (extraction) and ``countdown.expression`` (the grammar:
+``tokenize``, ``to_postfix``, ``evaluate``, ``normalise``, ``Reason``); the verdicts, the scoring and the
+fast path are here.
 """
 
 from __future__ import annotations
@@ -38,29 +42,61 @@ import functools
 import itertools
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from fractions import Fraction
 
+from countdown_study.countdown.expression import (
+    _WHITESPACE,
+    MAX_DEPTH,
+    MAX_LITERAL_DIGITS,
+    MAX_VALUE_BITS,
+    Reason,
+    Token,
+    _Rejected,
+    evaluate,
+    normalise,
+    to_postfix,
+    tokenize,
+)
+from countdown_study.countdown.extract import (
+    ASSISTANT_MARKERS,
+    _as_text,
+    grading_start,
+    iter_answer_spans,
+    last_answer_span,
+)
 from countdown_study.countdown.prompts import ANSWER_CLOSE, ANSWER_OPEN
 
-ASSISTANT_MARKERS = ("<|im_start|>assistant", "Assistant:")
-"""Chat markers: when present, only the text after the last one is graded."""
+__all__ = [
+    "ASSISTANT_MARKERS",
+    "AnswerScan",
+    "AnswerSpan",
+    "EXACT_LITERALS",
+    "MAX_ANSWER_CHARS",
+    "MAX_DEPTH",
+    "MAX_LITERAL_DIGITS",
+    "MAX_VALUE_BITS",
+    "Reason",
+    "SHAPE_CACHE_SIZE",
+    "Token",
+    "Verdict",
+    "answer_is_correct",
+    "compute_score",
+    "evaluate",
+    "grading_start",
+    "iter_answer_spans",
+    "last_answer_span",
+    "normalise",
+    "scan_answers",
+    "to_postfix",
+    "tokenize",
+    "verify",
+    "verify_expression",
+]
+
 MAX_ANSWER_CHARS = 256
 """Longest answer span (inner text, whitespace included); real answers are under 60 characters."""
-MAX_DEPTH = 32
-"""Deepest parenthesis nesting accepted."""
-MAX_LITERAL_DIGITS = 12
-"""Most digits in one integer literal."""
-MAX_VALUE_BITS = 512
-"""Largest numerator or denominator, in bits, of any intermediate value."""
-
-_WHITESPACE = " \t\r\n"
-_OPERATORS = "+-*/"
-_ALLOWED = frozenset("0123456789()" + _OPERATORS + _WHITESPACE)
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
-_APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 _LITERAL_BITS = (10**MAX_LITERAL_DIGITS - 1).bit_length()
 EXACT_LITERALS = (MAX_VALUE_BITS + 1) // (_LITERAL_BITS + 1)
@@ -73,30 +109,6 @@ _PLAIN = re.compile(r"[0-9()+\-*/ \t\r\n]*")
 _LITERAL = re.compile(r"([0-9]+)")
 _NON_CANONICAL = re.compile(rf"(?<![0-9])0[0-9]|[0-9]{{{MAX_LITERAL_DIGITS + 1}}}")
 """A literal with a leading zero or over ``MAX_LITERAL_DIGITS`` digits."""
-
-
-class Reason(StrEnum):
-    """Why a response got its reward (``ok`` only for a correct answer)."""
-
-    OK = "ok"
-    NO_ANSWER = "no_answer"
-    EMPTY = "empty"
-    TOO_LONG = "too_long"
-    BAD_CHAR = "bad_char"
-    POWER = "power"
-    FLOOR_DIV = "floor_div"
-    LEADING_ZERO = "leading_zero"
-    UNARY = "unary"
-    SYNTAX = "syntax"
-    TOO_DEEP = "too_deep"
-    TOO_LARGE = "too_large"
-    DIV_BY_ZERO = "div_by_zero"
-    WRONG_NUMBERS = "wrong_numbers"
-    WRONG_VALUE = "wrong_value"
-
-
-Token = int | str
-"""A literal (int) or one of ``+ - * / ( )``."""
 
 
 @dataclass(frozen=True)
@@ -169,162 +181,6 @@ class AnswerScan:
         """Where to truncate the response to commit to its first correct answer."""
         span = self.first_correct
         return None if span is None else span.end
-
-
-class _Rejected(Exception):
-    """Internal: an expression fails the grammar or a bound."""
-
-    def __init__(self, reason: Reason) -> None:
-        super().__init__(reason.value)
-        self.reason = reason
-
-
-# --- extraction ---------------------------------------------------------------------------------
-
-
-def _as_text(response: str | bytes | bytearray | None) -> str:
-    """Responses are text; bytes are decoded as UTF-8 (invalid bytes replaced), ``None`` is empty."""
-    if response is None:
-        return ""
-    if isinstance(response, bytes | bytearray):
-        return bytes(response).decode("utf-8", errors="replace")
-    if isinstance(response, str):
-        return response
-    raise TypeError(f"response must be str or bytes, not {type(response).__name__}")
-
-
-def grading_start(response: str) -> int:
-    """Offset where graded text begins: just after the last assistant marker, else 0."""
-    start = 0
-    for marker in ASSISTANT_MARKERS:
-        pos = response.rfind(marker)
-        if pos != -1:
-            start = max(start, pos + len(marker))
-    return start
-
-
-def iter_answer_spans(response: str, start: int = 0) -> Iterator[tuple[int, int]]:
-    """``(start, end)`` of each answer span at or after ``start``, in order (regex ``(.*?)`` semantics)."""
-    pos = start
-    while (open_at := response.find(ANSWER_OPEN, pos)) != -1:
-        close_at = response.find(ANSWER_CLOSE, open_at + len(ANSWER_OPEN))
-        if close_at == -1:
-            return
-        pos = close_at + len(ANSWER_CLOSE)
-        yield open_at, pos
-
-
-def last_answer_span(response: str, start: int = 0) -> tuple[int, int] | None:
-    """The last span ``iter_answer_spans`` would yield, found from the end in linear time.
-
-    It closes at the first closing tag after the last opening tag that has one after it, and opens at
-    the first opening tag after the closing tag before that opening tag.
-    """
-    last_close = response.rfind(ANSWER_CLOSE, start)
-    if last_close == -1:
-        return None
-    last_open = response.rfind(ANSWER_OPEN, start, last_close)
-    if last_open == -1:
-        return None
-    close_at = response.find(ANSWER_CLOSE, last_open + len(ANSWER_OPEN))
-    prev_close = response.rfind(ANSWER_CLOSE, start, last_open)
-    open_at = response.find(ANSWER_OPEN, start if prev_close == -1 else prev_close + len(ANSWER_CLOSE))
-    return open_at, close_at + len(ANSWER_CLOSE)
-
-
-# --- tokenize -> parse -> evaluate --------------------------------------------------------------
-
-
-def _literal(digits: str) -> int:
-    """One ASCII decimal literal, within the digit bound and without a leading zero."""
-    if len(digits) > MAX_LITERAL_DIGITS:
-        raise _Rejected(Reason.TOO_LARGE)
-    if len(digits) > 1 and digits[0] == "0":
-        raise _Rejected(Reason.LEADING_ZERO)
-    return int(digits)
-
-
-def tokenize(text: str) -> list[Token]:
-    """Split a whitelisted expression into literals and symbols; ``**`` and ``//`` are rejected."""
-    if not set(text) <= _ALLOWED:
-        raise _Rejected(Reason.BAD_CHAR)
-    tokens: list[Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in _WHITESPACE:
-            i += 1
-        elif "0" <= ch <= "9":
-            j = i
-            while j < n and "0" <= text[j] <= "9":
-                j += 1
-            tokens.append(_literal(text[i:j]))
-            i = j
-        elif ch in "*/" and i + 1 < n and text[i + 1] == ch:
-            raise _Rejected(Reason.POWER if ch == "*" else Reason.FLOOR_DIV)
-        else:
-            tokens.append(ch)
-            i += 1
-    return tokens
-
-
-def to_postfix(tokens: Sequence[Token]) -> list[Token]:
-    """Shunting-yard: infix tokens to postfix, checking the grammar and the nesting bound."""
-    output: list[Token] = []
-    stack: list[str] = []
-    expect_operand, depth = True, 0
-    for tok in tokens:
-        if isinstance(tok, int):
-            if not expect_operand:
-                raise _Rejected(Reason.SYNTAX)
-            output.append(tok)
-            expect_operand = False
-        elif tok == "(":
-            if not expect_operand:
-                raise _Rejected(Reason.SYNTAX)
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise _Rejected(Reason.TOO_DEEP)
-            stack.append(tok)
-        elif tok == ")":
-            if expect_operand or depth == 0:
-                raise _Rejected(Reason.SYNTAX)
-            while (top := stack.pop()) != "(":
-                output.append(top)
-            depth -= 1
-        else:
-            if expect_operand:
-                raise _Rejected(Reason.UNARY if tok in "+-" else Reason.SYNTAX)
-            while stack and stack[-1] != "(" and _PRECEDENCE[stack[-1]] >= _PRECEDENCE[tok]:
-                output.append(stack.pop())
-            stack.append(tok)
-            expect_operand = True
-    if expect_operand or depth != 0:
-        raise _Rejected(Reason.SYNTAX)
-    output.extend(reversed(stack))
-    return output
-
-
-def evaluate(postfix: Sequence[Token]) -> Fraction:
-    """Exact value of a postfix expression; division by zero and oversized values are rejected."""
-    stack: list[Fraction] = []
-    for tok in postfix:
-        if isinstance(tok, int):
-            stack.append(Fraction(tok))
-            continue
-        right, left = stack.pop(), stack.pop()
-        if tok == "/" and right == 0:
-            raise _Rejected(Reason.DIV_BY_ZERO)
-        value = _APPLY[tok](left, right)
-        if max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_VALUE_BITS:
-            raise _Rejected(Reason.TOO_LARGE)
-        stack.append(value)
-    return stack[0]
-
-
-def normalise(tokens: Sequence[Token]) -> str:
-    """Canonical spacing: one space around each operator, none inside parentheses."""
-    return "".join(f" {t} " if isinstance(t, str) and t in _OPERATORS else str(t) for t in tokens)
 
 
 # --- scoring --------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from countdown_study.countdown.difficulty import tier_labels
 from countdown_study.countdown.prompts import format_prompt
 from countdown_study.countdown.task import Task
-from countdown_study.evaluation.defaults import EVAL_MAX_NEW_TOKENS, EVAL_SAMPLING
+from countdown_study.evaluation.defaults import EVAL_BATCH_SIZE, EVAL_MAX_NEW_TOKENS, EVAL_N, EVAL_SAMPLING
 from countdown_study.evaluation.passk import problem_table, summarize
 from countdown_study.evaluation.samples import grade_samples
 from countdown_study.policy import prompt_template
@@ -68,11 +68,11 @@ def evaluate(
     model,
     tokenizer,
     tasks: Sequence[Task],
-    n: int = 16,
+    n: int = EVAL_N,
     sampling: SamplingConfig | None = None,
     seed: int = 0,
     template: str | None = None,
-    batch_size: int = 64,
+    batch_size: int = EVAL_BATCH_SIZE,
     tiers: Sequence[str] | None = None,
     engine: Engine | None = None,
     progress: bool | None = None,

@@ -1,7 +1,7 @@
 """The policy: tokenizer, tiny Qwen2 model, loading by name or path (``model``), and pure trace
 builders (``traces``).
 
-Wall: imports only ``countdown_study.countdown`` and ``countdown_study.paths``.
+Wall: imports only ``countdown_study.countdown``, ``countdown_study.paths`` and ``countdown_study.checksums``.
 """
 
 from countdown_study.policy.model import (

@@ -4,9 +4,10 @@ One engine object per run, ``make_engine(model, tokenizer, sampling).sample(prom
 or the one-call form ``sample(model, tokenizer, prompts, group_size, config, seed)``. Modules:
 
 * ``sampling``: ``SamplingConfig`` (imports no torch);
-* ``core``: ``Rollouts``, prompt encoding, padding, stopping, top-k / top-p, inverse-CDF draws,
-  ``sequence_logprobs`` / ``TokenLogprobs`` (and ``chunked_token_logprobs``, its large-vocabulary path),
-  ``HOST`` (where results are stored);
+* ``stopping`` (where completions end) and ``draws`` (top-k / top-p, inverse-CDF draws);
+* ``core``: ``Rollouts``, prompt encoding, padding, ``sequence_logprobs`` / ``TokenLogprobs`` (and
+  ``chunked_token_logprobs``, its large-vocabulary path), ``HOST`` (where results are stored); it
+  re-exports the names of ``stopping`` and ``draws``;
 * ``native``: the package's own KV-cache decode loop for Qwen2-style models;
 * ``hf``: transformers ``generate``;
 * ``vllm``: ``VllmRunner``, an in-process vLLM engine (optional extra ``countdown_study[vllm]``);

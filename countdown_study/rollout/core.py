@@ -23,6 +23,9 @@ vocabulary at 64 x 256 tokens is 10 GB per copy); the values are those of the fu
 
 Devices: tensors are placed on the model's device (``model_device``); token lists are padded on the host
 and moved once (``left_pad``); results (``Rollouts`` log-probs) are stored on the host (``HOST``).
+
+Stopping lives in ``rollout.stopping`` and the sampling math in ``rollout.draws``; both are importable
+from here.
 """
 
 from __future__ import annotations
@@ -35,8 +38,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from countdown_study.countdown.prompts import ANSWER_CLOSE
-from countdown_study.rollout.sampling import SamplingConfig
+from countdown_study.rollout.draws import draw_tokens as draw_tokens
+from countdown_study.rollout.draws import filter_top_k_top_p as filter_top_k_top_p
+from countdown_study.rollout.draws import inverse_cdf_sample as inverse_cdf_sample
+from countdown_study.rollout.stopping import _Stopper
+from countdown_study.rollout.stopping import single_token_id as single_token_id
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 """The torch dtype of each ``SamplingConfig.dtype`` name (``rollout.sampling.DTYPE_NAMES``)."""
@@ -163,76 +169,6 @@ def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
     return (mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
-def _eos_ids(tokenizer, model) -> tuple[int, ...]:
-    """Every token id that ends a completion: the tokenizer's EOS and the model's generation EOS ids."""
-    ids = {tokenizer.eos_token_id}
-    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    ids.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
-    return tuple(sorted(i for i in ids if i is not None))
-
-
-def single_token_id(tokenizer, text: str) -> int | None:
-    """The id of ``text`` when the tokenizer has one token for it, else None."""
-    ids = tokenizer.encode(text, add_special_tokens=False)
-    return ids[0] if len(ids) == 1 else None
-
-
-class _Stopper:
-    """Where completions end: EOS, or the answer tag (one token id, or found in the decoded text)."""
-
-    def __init__(self, tokenizer, model, stop_at_answer: bool) -> None:
-        self.eos_ids = _eos_ids(tokenizer, model)
-        self.stop_at_answer = stop_at_answer
-        self.answer_id = single_token_id(tokenizer, ANSWER_CLOSE)
-        self.tokenizer = tokenizer
-        self._pieces: dict[int, str] = {}
-        self._tails: dict[int, str] = {}
-
-    @property
-    def stop_ids(self) -> tuple[int, ...]:
-        """Token ids that end a completion by themselves."""
-        single = (self.answer_id,) if self.stop_at_answer and self.answer_id is not None else ()
-        return self.eos_ids + single
-
-    @property
-    def by_text(self) -> bool:
-        """Whether the answer tag has to be found in decoded text (no single token for it)."""
-        return self.stop_at_answer and self.answer_id is None
-
-    def _piece(self, token: int) -> str:
-        if token not in self._pieces:
-            self._pieces[token] = self.tokenizer.decode([token])
-        return self._pieces[token]
-
-    def _text_hit(self, key: int, token: int) -> bool:
-        """Append one token to sample ``key``'s text tail; True once the tail holds the answer tag."""
-        text = self._tails.get(key, "") + self._piece(token)
-        self._tails[key] = text[-(len(ANSWER_CLOSE) - 1) :]  # enough to complete a tag later
-        return ANSWER_CLOSE in text
-
-    def cut(self, ids: Sequence[int]) -> tuple[list[int], str]:
-        """Truncate one raw completion at its first stop: (ids kept, finish reason)."""
-        self._tails.pop(-1, None)
-        for i, token in enumerate(ids):
-            if token in self.eos_ids:
-                return list(ids[: i + 1]), "eos"
-            if self.stop_at_answer and (
-                token == self.answer_id or (self.by_text and self._text_hit(-1, token))
-            ):
-                return list(ids[: i + 1]), "answer"
-        return list(ids), "length"
-
-    def done(self, tokens: torch.Tensor, rows: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
-        """Which of the just-sampled ``tokens`` end their sample: (B,), (B,) sample ids, (B,) live -> (B,)."""
-        stop_ids = torch.tensor(self.stop_ids, dtype=tokens.dtype, device=tokens.device)
-        hit = torch.isin(tokens, stop_ids)  # (B,)
-        if self.by_text:
-            for i in live.nonzero().flatten().tolist():
-                if self._text_hit(int(rows[i]), int(tokens[i])):
-                    hit[i] = True
-        return hit & live
-
-
 def _finish(
     prompts: list[str],
     group_size: int,
@@ -269,49 +205,6 @@ def _check_inputs(prompts, group_size: int) -> None:
         raise ValueError("prompts is empty")
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
-
-
-# ----------------------------------------------------------------------------------------------------
-# Sampling math: truncation, inverse-CDF draws
-
-
-def filter_top_k_top_p(logits: torch.Tensor, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
-    """Set logits outside the top-k and outside the smallest nucleus of mass ``top_p`` to -inf: (B, V)."""
-    if top_k > 0 and top_k < logits.shape[-1]:
-        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)  # (B, V)
-        sorted_probs = sorted_logits.softmax(-1)
-        mass_before = sorted_probs.cumsum(-1) - sorted_probs  # (B, V) mass of strictly more likely tokens
-        drop_sorted = mass_before >= top_p  # the most likely token is always kept
-        drop = drop_sorted.scatter(-1, order, drop_sorted)  # (B, V) back in vocabulary order
-        logits = logits.masked_fill(drop, float("-inf"))
-    return logits
-
-
-def inverse_cdf_sample(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
-    """Draw one token per row by inverting the CDF at a uniform in [0, 1): (B, V), (B,) -> (B,)."""
-    cdf = probs.double().cumsum(-1)  # (B, V)
-    point = uniforms.double() * cdf[:, -1]  # (B,)
-    tokens = torch.searchsorted(cdf, point[:, None], right=True).squeeze(1)  # (B,)
-    return tokens.clamp(max=probs.shape[-1] - 1)
-
-
-def draw_tokens(
-    logits: torch.Tensor, uniforms: torch.Tensor, config: SamplingConfig
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample from logits with temperature / top-k / top-p: (B, V), (B,) -> tokens (B,), log-probs (B,).
-
-    The log-prob is the behaviour log-prob of the module docstring (before truncation).
-    """
-    logp = torch.log_softmax(logits.float() / config.temperature, dim=-1)  # (B, V)
-    if config.top_k > 0 or config.top_p < 1.0:
-        probs = filter_top_k_top_p(logp, config.top_k, config.top_p).softmax(-1)
-    else:
-        probs = logp.exp()
-    tokens = inverse_cdf_sample(probs, uniforms)  # (B,)
-    return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
 
 
 # ----------------------------------------------------------------------------------------------------

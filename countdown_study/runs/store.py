@@ -1,7 +1,7 @@
 """The run store: one folder per run config under ``paths.runs_dir()``, finished runs loaded not redone.
 
-A run's id is a readable prefix plus a short hash of the canonical JSON of its config, so asking
-twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_id>/``:
+A run's id is a readable prefix plus a short hash of the canonical JSON of its config (``runs.run_ids``),
+so asking twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_id>/``:
 
 * ``config.json``: the config (canonical JSON, written when the run is opened).
 * ``identity.json``: facts outside the config in the run id, e.g. the starting policy's weights digest.
@@ -17,8 +17,8 @@ twice for the same config lands in the same folder. Layout of ``<runs_dir>/<run_
   checkpoints that exist; a clone without weights has nothing to check) and before ``DONE`` is written.
 * ``DONE``: written last, after everything else; a run is finished iff it exists. It records the
   SHA-256 of the run's results (``results.json``, ``steps.jsonl``, ``tables/*.parquet``), checked
-  whenever a finished run is loaded (``verify``): an edited or truncated result is refused, naming the
-  run and the file (``countdown-study runs verify`` checks a whole store).
+  whenever a finished run is loaded (``verify``, ``runs.run_checks``): an edited or truncated result is
+  refused, naming the run and the file (``countdown-study runs verify`` checks a whole store).
 * ``.lock``: held by the process running the run, so that parallel studies never run it twice.
 
 Beside the run folders, ``<runs_dir>/events.jsonl`` logs what every run is doing (``runs.events``).
@@ -32,10 +32,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
-import hashlib
 import json
 import os
-import re
 import shutil
 import time
 import warnings
@@ -47,13 +45,7 @@ import pandas as pd
 import torch
 
 from countdown_study import paths
-from countdown_study.checksums import (
-    SIDECAR_SUFFIX,
-    checksum_problems,
-    sha256_file,
-    sidecar_path,
-    sidecar_target,
-)
+from countdown_study.checksums import sha256_file
 from countdown_study.runs.events import describe, record_event
 from countdown_study.runs.files import (
     atomic_path,
@@ -63,54 +55,24 @@ from countdown_study.runs.files import (
     plain,
     remove_temporaries,
 )
-from countdown_study.runs.provenance import (
-    environment,
-    environment_mismatch,
-    environment_of,
-    environments_differ,
-    now,
-    provenance,
+from countdown_study.runs.provenance import now, provenance
+from countdown_study.runs.run_checks import CHECKED_FILES as CHECKED_FILES
+from countdown_study.runs.run_checks import FINAL_WEIGHTS as FINAL_WEIGHTS
+from countdown_study.runs.run_checks import PLAIN_MARKER as PLAIN_MARKER
+from countdown_study.runs.run_checks import RUN_SETTINGS as RUN_SETTINGS
+from countdown_study.runs.run_checks import (
+    checkpoint_problems,
+    environment_warning,
+    read_steps,
+    result_files,
+    unchecked_weights,
+    verify_results,
 )
+from countdown_study.runs.run_ids import DONE, is_finished, run_id
+from countdown_study.runs.run_ids import HASH_CHARS as HASH_CHARS
 
-DONE = "DONE"
-"""Name of the marker file written last."""
 LOCK = ".lock"
 """Lock file of a run: the process running it holds an exclusive ``flock`` on it."""
-HASH_CHARS = 12
-"""Hex characters of the config hash in a run id."""
-
-
-def is_finished(folder: str | Path) -> bool:
-    """Whether the run in ``folder`` finished (its ``DONE`` marker exists); no lock is taken."""
-    return (Path(folder) / DONE).is_file()
-
-
-def _prefix(config: Any, prefix: str | None) -> str:
-    """Readable part of a run id: ``prefix``, else the config's ``name`` field, else its class name."""
-    if prefix is None:
-        name = config.get("name") if isinstance(config, Mapping) else getattr(config, "name", None)
-        prefix = str(name) if name else type(config).__name__
-    cleaned = re.sub(r"[^A-Za-z0-9_.]+", "-", prefix).strip("-.").lower()
-    return cleaned or "run"
-
-
-def run_id(config: Any, prefix: str | None = None, identity: Mapping[str, str] | None = None) -> str:
-    """``<prefix>-<hash>``: the hash covers the config's type name, its canonical JSON and ``identity``.
-
-    ``identity`` holds facts outside the config that decide a run's results, such as the digest of
-    the starting policy's weights; without it the id depends on the config alone.
-    """
-    body: dict[str, Any] = {"type": type(config).__name__, "config": json.loads(canonical_json(config))}
-    if identity:
-        body["identity"] = dict(sorted(identity.items()))
-    payload = json.dumps(body, sort_keys=True)
-    digest = hashlib.sha256(payload.encode()).hexdigest()[:HASH_CHARS]
-    return f"{_prefix(config, prefix)}-{digest}"
-
-
-# ---------------------------------------------------------------------------------------------------
-# The store
-# ---------------------------------------------------------------------------------------------------
 
 
 class RunNotFinishedError(RuntimeError):
@@ -123,40 +85,6 @@ class RunBusyError(RuntimeError):
 
 class RunCorruptError(RuntimeError):
     """A finished run whose results no longer match what was recorded when it finished."""
-
-
-CHECKED_FILES = ("results.json", "steps.jsonl", "tables/*.parquet")
-"""The result files whose SHA-256 ``DONE`` records (patterns relative to the run folder)."""
-
-
-RUN_SETTINGS = ("torch_threads", "torch_interop_threads", "device", "device_name")
-"""Environment keys a run sets for itself (left out when a finished run is reused elsewhere)."""
-FINAL_WEIGHTS = "final"
-"""The folder under ``checkpoints/`` that holds a finished run's weights (``save_pretrained``)."""
-
-
-PLAIN_MARKER = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d|Z)?")
-"""A ``DONE`` from before checksums were recorded: the time the run finished, alone."""
-
-
-def _logged_step_count(results: Any, config_file: Path) -> int | None:
-    """How many step-log lines a finished run wrote, when known: ``steps`` of its results (what a run
-    logging each step finishes with), else ``steps`` of a config without ``log_every`` (one that logs
-    every step); None otherwise."""
-    steps = results.get("steps") if isinstance(results, dict) else None
-    if steps is None and config_file.is_file():
-        try:
-            config = json.loads(config_file.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            config = None
-        if isinstance(config, dict) and "log_every" not in config:
-            steps = config.get("steps")
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
-
-
-def result_files(path: Path) -> list[Path]:
-    """The run folder's files ``CHECKED_FILES`` names, sorted."""
-    return sorted(f for pattern in CHECKED_FILES for f in path.glob(pattern) if f.is_file())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,83 +226,21 @@ class RunStore:
 
         A ``DONE`` that records checksums is checked against them. One from before checksums were
         recorded (a bare time stamp, ``PLAIN_MARKER``) is checked for what it implies
-        (``_verify_plain``). A marker that is neither (torn, garbled) is itself reported. ``weights``:
+        (``run_checks.verify_plain``). A marker that is neither (torn, garbled) is itself reported. ``weights``:
         the checkpoints that exist are checked against their recorded SHA-256 too (``checkpoint_problems``).
         """
-        problems = self._verify_results()
+        problems = verify_results(self.path)
         return problems + self.checkpoint_problems() if weights else problems
 
     def checkpoint_problems(self) -> list[str]:
         """Every checkpoint file or weights folder under ``checkpoints/`` that exists and has a recorded
-        SHA-256 (``checksums``), checked: one line per missing, changed or unrecorded file, naming it."""
-        folder = self.path / "checkpoints"
-        sidecars = sorted(folder.glob(f"*{SIDECAR_SUFFIX}")) if folder.is_dir() else []
-        targets = [sidecar_target(sidecar) for sidecar in sidecars]
-        return [line for target in targets if target.exists() for line in checksum_problems(target)]
+        SHA-256, checked: one line per missing, changed or unrecorded file (``run_checks``)."""
+        return checkpoint_problems(self.path)
 
     def unchecked_weights(self) -> list[str]:
         """The final weights folder when it exists without a recorded SHA-256 (written before checksums
-        were kept): a warning, not a problem, since nothing can be checked."""
-        final = self.path / "checkpoints" / FINAL_WEIGHTS
-        if final.is_dir() and not sidecar_path(final).is_file():
-            return [f"{final}: no recorded SHA-256 ({sidecar_path(final).name}); its weights are not checked"]
-        return []
-
-    def _verify_results(self) -> list[str]:
-        """``verify`` of the result files alone: the checksums ``DONE`` records, or what a plain marker implies."""
-        marker_file = self.path / DONE
-        try:
-            text = marker_file.read_text()
-        except (OSError, UnicodeDecodeError) as err:
-            return [f"{marker_file}: unreadable marker ({type(err).__name__})"]
-        if PLAIN_MARKER.fullmatch(text.strip()):
-            return self._verify_plain()
-        try:
-            marker = json.loads(text)
-        except json.JSONDecodeError:
-            marker = None
-        if not (isinstance(marker, dict) and isinstance(marker.get("sha256"), dict)):
-            return [
-                f"{marker_file}: torn or garbled marker (neither a time stamp nor checksums): {text[:40]!r}"
-            ]
-        return self._verify_checksums(marker["sha256"])
-
-    def _verify_checksums(self, recorded: Mapping[str, str]) -> list[str]:
-        """Every recorded result file present and unchanged, and no result file besides them."""
-        problems = []
-        for name, digest in recorded.items():
-            file = self.path / name
-            if not file.is_file():
-                problems.append(f"{file}: missing")
-            elif sha256_file(file) != digest:
-                problems.append(f"{file}: changed since the run finished")
-        extra = {f.relative_to(self.path).as_posix() for f in result_files(self.path)} - set(recorded)
-        problems.extend(f"{self.path / name}: not part of the finished run" for name in sorted(extra))
-        return problems
-
-    def _verify_plain(self) -> list[str]:
-        """A run finished with a plain marker: ``results.json`` (when there is one) parses, and when the
-        number of steps N is known (``steps`` of the results, else of a config that logs every step)
-        ``steps.jsonl`` holds steps 0 .. N-1 once each."""
-        results_file, log = self.path / "results.json", self.path / "steps.jsonl"
-        results, problems = {}, []
-        if results_file.is_file():
-            try:
-                results = json.loads(results_file.read_text())
-            except (json.JSONDecodeError, UnicodeDecodeError) as err:
-                problems.append(f"{results_file}: not valid JSON ({err})")
-        steps = _logged_step_count(results, self.path / "config.json")
-        if steps is None:
-            return problems
-        if not log.is_file():
-            return [*problems, f"{log}: missing (the run finished {steps} steps)"]
-        try:
-            logged = [record["step"] for record in self.read_steps()]
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
-            return [*problems, f"{log}: unreadable ({type(err).__name__}: {err})"]
-        if logged != list(range(steps)):
-            problems.append(f"{log}: does not hold steps 0..{steps - 1} once each ({len(logged)} lines)")
-        return problems
+        were kept): a warning, not a problem, since nothing can be checked (``run_checks``)."""
+        return unchecked_weights(self.path)
 
     def check(self) -> None:
         """Raise ``RunCorruptError`` naming the run and its files if ``verify`` finds anything in its results
@@ -439,19 +305,9 @@ class RunStore:
         return self
 
     def environment_warning(self) -> str | None:
-        """A warning naming this run and how its recorded environment differs from this process's
-        (``environment_mismatch``: packages, Python, CPU capability), or None unless a key both record
-        differs (``environments_differ``). Thread counts and the device are the run's own settings, not
-        this process's, and are not compared."""
-        here = {key: value for key, value in environment().items() if key not in RUN_SETTINGS}
-        try:
-            record = self.provenance()
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-            return f"run {self.run_id}: provenance.json cannot be read ({type(err).__name__}); its environment is unknown"
-        if not environments_differ(record, here):
-            return None
-        differing = "; ".join(environment_mismatch(record, here, keys=tuple(environment_of(here))))
-        return f"run {self.run_id} was made in another environment (the run's vs this one's): {differing}"
+        """A warning naming this run and how its recorded environment differs from this process's, or None
+        (``run_checks.environment_warning``)."""
+        return environment_warning(self.path, self.run_id)
 
     def event(self, kind: str, **fields: Any) -> None:
         """Record a progress event of this run in the store's event log (``runs.events``)."""
@@ -509,14 +365,7 @@ class RunStore:
 
     def read_steps(self) -> list[dict[str, Any]]:
         """Every complete line of ``steps.jsonl`` (a torn last line, from a crash, is skipped)."""
-        log = self.path / "steps.jsonl"
-        if not log.exists():
-            return []
-        records = []
-        for line in log.read_text().splitlines(keepends=True):
-            if line.endswith("\n"):
-                records.append(json.loads(line))
-        return records
+        return read_steps(self.path)
 
     def read_table(self, name: str) -> pd.DataFrame:
         """Load ``tables/<name>.parquet``."""

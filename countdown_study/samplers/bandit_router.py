@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -253,25 +253,18 @@ class BanditRouterSampler(Sampler):
     name: str = field(default="bandit_router", init=False)
 
     @classmethod
-    def from_options(
+    def build_arguments(
         cls,
         pool: Sequence[Task],
-        seed: int = 0,
-        config: BanditRouterConfig = ADSC_SYNTHETIC,
+        config: BanditRouterConfig,
         source_factory: Callable[..., TaskSource] | None = None,
         exclude_keys: Iterable = (),
-        **overrides,
-    ) -> BanditRouterSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options).
-
-        The synthetic variant's source is ``source_factory(seen_keys=...)``: the pool's keys and
-        ``exclude_keys`` (e.g. the evaluation set's, as ``[nums, target]`` pairs).
-        """
-        config = replace(config, **overrides)
-        source = None
-        if config.variant == "synthetic" and source_factory is not None:
-            source = source_factory(seen_keys=[*(t.key for t in pool), *exclude_keys])
-        return cls(pool=pool, seed=seed, config=config, source=source)
+    ) -> dict[str, Any]:
+        """The synthetic variant's task source, ``source_factory(seen_keys=...)``: its seen keys are the
+        pool's and ``exclude_keys`` (e.g. the evaluation set's, as ``[nums, target]`` pairs)."""
+        if config.variant != "synthetic" or source_factory is None:
+            return {}
+        return {"source": source_factory(seen_keys=[*(t.key for t in pool), *exclude_keys])}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -20,13 +20,19 @@ Randomness: a sampler keeps no RNG object; each call draws from
 ``seeding.derive_rng(seed, step, SamplerStream.*)``, so a
 resumed run makes the same draws as an uninterrupted one.
 
-Samplers are registered by name in ``countdown_study.samplers.SAMPLERS``.
+Configuration: a sampler's hyperparameters are one frozen dataclass in its ``config`` field, whose
+registered presets are module constants (``FIXED_V1``); ``Sampler.from_options(pool, seed, config,
+**options)`` builds any sampler from a preset and a run's JSON-able options (an option naming a config
+field changes it, any other is a constructor argument), and ``Sampler.run_options`` names what the sampler
+takes from the run it trains in (``total_steps`` where it ``spans_run``). Samplers are registered by name in
+``samplers.registry.SAMPLERS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -73,18 +79,57 @@ class Batch:
 
 @dataclass
 class Sampler:
-    """Base class: holds the pool and seed; subclasses implement ``choose``."""
+    """Base class: holds the pool, seed and config; subclasses implement ``choose``."""
 
     pool: Sequence[Task]
     """Training tasks the sampler draws from."""
     seed: int = 0
     """Run seed; every draw derives from (seed, step)."""
+    config: Any = None
+    """The sampler's hyperparameters, a frozen dataclass (subclasses declare its type and default preset);
+    None for a sampler without any (the uniform baselines)."""
     name: str = field(default="base", init=False)
-    """Registry name."""
+    """The sampler's name in logs (one class may serve several registered names)."""
+    spans_run: ClassVar[bool] = False
+    """Whether its schedule is laid over the whole run: its config then has a ``total_steps`` field, which
+    ``run_options`` fills with the run's training steps."""
 
     def __post_init__(self) -> None:
         if len(self.pool) == 0:
             raise ValueError("the sampler's task pool is empty")
+
+    @classmethod
+    def from_options(cls, pool: Sequence[Task], seed: int = 0, config: Any = None, **options: Any) -> Sampler:
+        """The sampler over ``pool`` from ``config`` (the class's default preset when None) and a run's
+        options: an option naming a field of the config changes that field (``dataclasses.replace``), any
+        other goes to ``build_arguments`` (constructor arguments such as a precomputed feature table)."""
+        config = cls.__dataclass_fields__["config"].default if config is None else config
+        names = {f.name for f in fields(config)} if config is not None else set()
+        if config is not None:
+            config = replace(config, **{k: v for k, v in options.items() if k in names})
+        arguments = cls.build_arguments(pool, config, **{k: v for k, v in options.items() if k not in names})
+        return cls(pool=pool, seed=seed, config=config, **arguments)
+
+    @classmethod
+    def build_arguments(cls, pool: Sequence[Task], config: Any, **options: Any) -> dict[str, Any]:
+        """Constructor arguments from the options that are no config field: by default the class's own
+        fields, given as they are; an option that is neither fails naming both lists."""
+        own = sorted(f.name for f in fields(cls) if f.init and f.name not in ("pool", "seed", "config"))
+        unknown = sorted(set(options) - set(own))
+        if unknown:
+            known = sorted(f.name for f in fields(config)) if config is not None else []
+            raise ValueError(
+                f"{cls.__name__} takes no option {', '.join(unknown)}; its options: config fields {known}, "
+                f"arguments {own}"
+            )
+        return options
+
+    @classmethod
+    def run_options(cls, options: Mapping[str, Any], steps: int, prompts_per_step: int) -> dict[str, Any]:
+        """Options this sampler takes from the run it trains in (its ``steps``, its ``prompts_per_step``),
+        which a study sets where the row's ``options`` leave them (``study.method_config``): the run's
+        ``total_steps`` for a sampler that ``spans_run``, else none."""
+        return {"total_steps": steps} if cls.spans_run else {}
 
     def choose(self, step: int, batch_size: int) -> np.ndarray:
         """Pool indices for this step, shape ``(batch_size,)``."""

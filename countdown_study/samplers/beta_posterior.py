@@ -34,13 +34,11 @@ Where we choose (fields of ``BetaPosteriorConfig``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from countdown_study.countdown.grading import Grades
-from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
 
@@ -122,13 +120,6 @@ class BetaPosteriorSampler(Sampler):
     config: BetaPosteriorConfig = BETA_POSTERIOR
     """The posterior's and the selection's hyperparameters."""
     name: str = field(default="beta_posterior", init=False)
-
-    @classmethod
-    def from_options(
-        cls, pool: Sequence[Task], seed: int = 0, config: BetaPosteriorConfig = BETA_POSTERIOR, **overrides
-    ) -> BetaPosteriorSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -38,12 +38,11 @@ Where we differ or choose (fields of ``DifficultyPoolsConfig``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from countdown_study.countdown.grading import Grades
-from countdown_study.countdown.task import Task
 from countdown_study.samplers.bandit_router import draw_without_replacement
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.reward_adaptive import prompt_ema_update
@@ -124,17 +123,6 @@ class DifficultyPoolsSampler(Sampler):
     config: DifficultyPoolsConfig = DIFFICULTY_POOLS
     """The pools' hyperparameters."""
     name: str = field(default="difficulty_pools", init=False)
-
-    @classmethod
-    def from_options(
-        cls,
-        pool: Sequence[Task],
-        seed: int = 0,
-        config: DifficultyPoolsConfig = DIFFICULTY_POOLS,
-        **overrides,
-    ) -> DifficultyPoolsSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -27,14 +27,12 @@ Where the report is silent, our choices (each a field of ``FixedBucketConfig``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from countdown_study.countdown.difficulty import num_count_labels
 from countdown_study.countdown.grading import Grades
-from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
 
@@ -116,13 +114,6 @@ class FixedBucketSampler(Sampler):
     config: FixedBucketConfig = FIXED_V1
     """The curriculum's hyperparameters (a preset: ``FIXED_V1`` or ``FIXED_V2``)."""
     name: str = field(default="fixed_buckets", init=False)
-
-    @classmethod
-    def from_options(
-        cls, pool: Sequence[Task], seed: int = 0, config: FixedBucketConfig = FIXED_V1, **overrides
-    ) -> FixedBucketSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -39,13 +39,13 @@ Where the report is silent or contradicts itself, our choices (fields of ``Rewar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from countdown_study.countdown.grading import Grades
-from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.fixed_buckets import ema_update
 from countdown_study.seeding import SamplerStream, derive_rng
@@ -164,11 +164,9 @@ class RewardAdaptiveSampler(Sampler):
     name: str = field(default="reward_adaptive", init=False)
 
     @classmethod
-    def from_options(
-        cls, pool: Sequence[Task], seed: int = 0, config: RewardAdaptiveConfig = ADAPTIVE_V1, **overrides
-    ) -> RewardAdaptiveSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
+    def run_options(cls, options: Mapping[str, Any], steps: int, prompts_per_step: int) -> dict[str, Any]:
+        """A warm-up given as a share of the run (``warmup_fraction``) needs the run's ``total_steps``."""
+        return {"total_steps": steps} if "warmup_fraction" in options else {}
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -120,13 +120,6 @@ class SECSampler(Sampler):
     config: SECConfig = SEC
     """The bandit's hyperparameters."""
     name: str = field(default="sec", init=False)
-
-    @classmethod
-    def from_options(
-        cls, pool: Sequence[Task], seed: int = 0, config: SECConfig = SEC, **overrides
-    ) -> SECSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
 
     def __post_init__(self) -> None:
         super().__post_init__()

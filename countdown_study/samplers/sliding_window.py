@@ -31,7 +31,7 @@ Where the report is silent, our choices (fields of ``SlidingWindowConfig``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -133,13 +133,6 @@ class SlidingWindowSampler(Sampler):
     config: SlidingWindowConfig = SLIDING_WINDOW
     """The controller's hyperparameters."""
     name: str = field(default="sliding_window", init=False)
-
-    @classmethod
-    def from_options(
-        cls, pool: Sequence[Task], seed: int = 0, config: SlidingWindowConfig = SLIDING_WINDOW, **overrides
-    ) -> SlidingWindowSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (JSON-able run options)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -46,13 +46,13 @@ on the whole pool. Ours (``SolutionCountAdaptiveSampler``, every number a config
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from countdown_study.countdown.difficulty import solution_counts
 from countdown_study.countdown.grading import Grades
-from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.seeding import SamplerStream, derive_rng
 
@@ -105,17 +105,7 @@ class SolutionCountStagedSampler(Sampler):
     config: SolutionCountStagedConfig = SOLUTION_COUNT_STAGED
     """The schedule; ``total_steps`` must be set."""
     name: str = field(default="solution_count_staged", init=False)
-
-    @classmethod
-    def from_options(
-        cls,
-        pool: Sequence[Task],
-        seed: int = 0,
-        config: SolutionCountStagedConfig = SOLUTION_COUNT_STAGED,
-        **overrides,
-    ) -> SolutionCountStagedSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (e.g. ``total_steps=60``)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
+    spans_run: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -229,17 +219,7 @@ class SolutionCountAdaptiveSampler(Sampler):
     config: SolutionCountAdaptiveConfig = SOLUTION_COUNT_ADAPTIVE
     """The rule (``hybrid`` needs ``total_steps``)."""
     name: str = field(default="solution_count_adaptive", init=False)
-
-    @classmethod
-    def from_options(
-        cls,
-        pool: Sequence[Task],
-        seed: int = 0,
-        config: SolutionCountAdaptiveConfig = SOLUTION_COUNT_ADAPTIVE,
-        **overrides,
-    ) -> SolutionCountAdaptiveSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (e.g. ``total_steps=60``)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
+    spans_run: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -14,13 +14,12 @@ step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from countdown_study.countdown.difficulty import LEVELS
-from countdown_study.countdown.task import Task
 from countdown_study.samplers.base import Batch, Sampler
 from countdown_study.samplers.sliding_window import LEVEL_RULES, level_pools
 from countdown_study.seeding import SamplerStream, derive_rng
@@ -61,13 +60,7 @@ class StagedSampler(Sampler):
     config: StagedConfig = STAGED_THIRDS
     """The schedule; ``total_steps`` must be set."""
     name: str = field(default="staged", init=False)
-
-    @classmethod
-    def from_options(
-        cls, pool: Sequence[Task], seed: int = 0, config: StagedConfig = STAGED_THIRDS, **overrides
-    ) -> StagedSampler:
-        """The sampler with ``config``'s fields overridden by ``overrides`` (e.g. ``total_steps=128``)."""
-        return cls(pool=pool, seed=seed, config=replace(config, **overrides))
+    spans_run: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()

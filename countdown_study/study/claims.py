@@ -28,15 +28,15 @@ control whose floor makes a zero claim ``untestable``); ``equal`` (no difference
 when the interval excludes zero, otherwise ``inside noise`` or ``underpowered``; an equality is never
 proven). Report 003's validation-selection claim (``a`` is ``SELECTED``) compares the validation-selected
 with the final checkpoint over the tight sweep's runs, clustered by training seed.
+
+The registry is read by ``study.claims_registry``; the verdict of an interval is ``study.verdicts``'.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,34 +44,55 @@ import pandas as pd
 
 from countdown_study.evaluation.passk import pass_at_k, problem_table
 from countdown_study.reporting.references import PAPER_MODEL
-from countdown_study.study.compare import ONE_SEED, Comparison, compare, seeds_for_effect
-from countdown_study.study.methods import StudyResult, eval_set_result, model_label
-
-REGISTRY = Path(__file__).with_name("claims_registry.csv")
-"""The claims, one row each (module docstring)."""
-REGISTRY_COLUMNS = ("claim_id", "report", "source", "statement", "kind", "metric", "a", "b", "sign",
-                    "report_a", "report_b", "block", "eval_set", "not_tested_why")  # fmt: skip
-"""Columns of ``REGISTRY``."""
-KINDS = ("pair", "best", "worst", "zero", "nonzero", "equal")
-"""What a claim says of its rows."""
-BORDERLINE = 0.001
-"""An interval end closer to zero than this is ``borderline``: the precision a verdict's bound is held to
-(a resampled interval's Monte Carlo error would have to stay below it; the default interval is analytic,
-so only the data put a bound this close to zero)."""
-NOT_TESTED, UNTESTABLE, SAME_RUNS = "not tested", "untestable", "same runs as"
-VERDICTS = (
-    "holds",
-    "reversed",
-    "inside noise",
-    "underpowered",
-    "borderline",
-    UNTESTABLE,
-    NOT_TESTED,
-    ONE_SEED,
+from countdown_study.study.claims_registry import (
+    KINDS,
+    REGISTRY,
+    REGISTRY_COLUMNS,
+    RegistryClaim,
+    load_registry,
 )
-"""Verdicts besides ``same runs as <claim_id>``."""
-EVIDENCE = ("holds", "reversed")
-"""The verdicts that count as evidence for or against a claim."""
+from countdown_study.study.compare import Comparison, compare, seeds_for_effect
+from countdown_study.study.methods import StudyResult, eval_set_result, model_label
+from countdown_study.study.verdicts import (
+    BORDERLINE,
+    EVIDENCE,
+    NOT_TESTED,
+    SAME_RUNS,
+    UNTESTABLE,
+    VERDICTS,
+    at_bound,
+    classify,
+    classify_interval,
+)
+
+__all__ = [
+    "BORDERLINE",
+    "CLAIMS_COLUMNS",
+    "ClaimPair",
+    "EVIDENCE",
+    "KINDS",
+    "NOT_TESTED",
+    "PARTIAL_REASONS",
+    "REGISTRY",
+    "REGISTRY_COLUMNS",
+    "RegistryClaim",
+    "SAME_RUNS",
+    "SELECTED",
+    "UNTESTABLE",
+    "VERDICTS",
+    "Values",
+    "at_bound",
+    "claims_table",
+    "classify",
+    "classify_interval",
+    "judge",
+    "load_registry",
+    "result_values",
+    "task_values",
+    "value_matrix",
+    "verdict_counts",
+]
+
 SELECTED = "Validation-selected checkpoint"
 """``a`` of report 003's validation-selection claim."""
 CLAIMS_COLUMNS = ("claim_id", "report", "source", "statement", "metric", "a", "b", "sign", "report_a",
@@ -79,75 +100,6 @@ CLAIMS_COLUMNS = ("claim_id", "report", "source", "statement", "metric", "a", "b
                   "n_tasks", "n_seeds", "mde", "seeds_needed", "verdict", "why", "report_model")  # fmt: skip
 """Columns of ``results/tables/claims.csv``: ``report_a``/``report_b`` are on ``report_model`` (the reports'
 policy), ``ours_a``/``ours_b`` and the interval on ``policy`` (ours)."""
-
-
-@dataclass(frozen=True)
-class RegistryClaim:
-    """One row of the registry."""
-
-    claim_id: str
-    """Unique, stable id: ``<report>.<slug>``."""
-    report: str
-    """``000`` ... ``004``."""
-    source: str
-    """Where in the report (table, figure or section)."""
-    statement: str
-    """The claim in short."""
-    kind: str
-    """One of ``KINDS``."""
-    metric: str
-    """The report's metric."""
-    a: str
-    """The row the claim is about (our method name)."""
-    b: tuple[str, ...]
-    """The row(s) it is compared with (empty for ``zero`` / ``nonzero`` without a control)."""
-    sign: int
-    """+1: a above b (or nonzero, best); -1: a below b (or zero, worst); 0: no difference."""
-    report_a: float
-    """The report's number for ``a`` (NaN where none)."""
-    report_b: float
-    """The report's number for ``b`` (NaN where none)."""
-    block: str
-    """``main`` (the embedded policy) or ``search`` (report 003's search-style policy)."""
-    eval_set: str
-    """``test`` (the shared held-out tasks) or an extra evaluation set (``ood``)."""
-    not_tested_why: str
-    """Why the study cannot test it; empty when it can."""
-
-    @property
-    def report_effect(self) -> float:
-        """The size of the report's own effect: ``report_a - report_b``, or ``report_a`` against zero."""
-        if self.kind in ("zero", "nonzero"):
-            return self.report_a
-        return self.report_a - self.report_b
-
-
-def _number(text: str) -> float:
-    return float(text) if str(text).strip() not in ("", "nan") else float("nan")
-
-
-def load_registry(path: Path = REGISTRY) -> list[RegistryClaim]:
-    """The registry's claims, checked: unique ids, known kinds, signs in {-1, 0, 1}; an error names the
-    file and the row."""
-    table = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = set(REGISTRY_COLUMNS) - set(table.columns)
-    if missing:
-        raise ValueError(f"{path}: missing columns {sorted(missing)}")
-    claims = []
-    for line, row in enumerate(table.itertuples(index=False), start=2):
-        if row.kind not in KINDS or row.sign not in ("-1", "0", "1"):
-            raise ValueError(f"{path}:{line}: kind {row.kind!r} / sign {row.sign!r} not allowed")
-        claims.append(RegistryClaim(
-            claim_id=row.claim_id, report=row.report.zfill(3), source=row.source, statement=row.statement,
-            kind=row.kind, metric=row.metric, a=row.a, b=tuple(x for x in row.b.split("|") if x),
-            sign=int(row.sign), report_a=_number(row.report_a), report_b=_number(row.report_b),
-            block=row.block, eval_set=row.eval_set or "test", not_tested_why=row.not_tested_why,
-        ))  # fmt: skip
-    ids = [c.claim_id for c in claims]
-    duplicated = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicated:
-        raise ValueError(f"{path}: claim ids not unique: {duplicated}")
-    return claims
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -196,39 +148,6 @@ def value_matrix(result: StudyResult, method: str, metric: str) -> np.ndarray:
     if table.empty:
         raise ValueError(f"no results for method {method!r}; have {list(result.methods)}")
     return np.stack([task_values(table[table["seed"] == s], metric) for s in result.preset.seeds], axis=1)
-
-
-# ---------------------------------------------------------------------------------------------------
-# Verdicts
-# ---------------------------------------------------------------------------------------------------
-
-
-def at_bound(values: np.ndarray) -> bool:
-    """Whether every value is 0 (the floor) or every value is 1 (the ceiling)."""
-    return bool(np.all(values == 0) or np.all(values == 1))
-
-
-def classify_interval(
-    ci_low: float, ci_high: float, mde: float, n_seeds: int, sign: int, report_effect: float
-) -> str:
-    """A claim's verdict from its interval and MDE (module docstring; floors and duplicates are decided
-    before): ``sign`` +1 / -1 for a claimed direction, 0 for no difference claimed."""
-    if n_seeds < 2:
-        return ONE_SEED
-    if sign != 0 and (abs(ci_low) < BORDERLINE or abs(ci_high) < BORDERLINE):
-        return "borderline"
-    if ci_low > 0 or ci_high < 0:
-        if sign == 0:
-            return "reversed"
-        return "holds" if (1 if ci_low > 0 else -1) == sign else "reversed"
-    if math.isfinite(report_effect) and report_effect != 0 and mde > abs(report_effect):
-        return "underpowered"
-    return "inside noise"
-
-
-def classify(c: Comparison, sign: int, report_effect: float) -> str:
-    """``classify_interval`` of a comparison."""
-    return classify_interval(c.ci_low, c.ci_high, c.mde, c.n_seeds, sign, report_effect)
 
 
 def _fingerprint(*arrays: np.ndarray) -> str:

@@ -21,12 +21,11 @@ def finished_study(methods: Sequence[Method], preset: StudyPreset | str, root=No
     preset = study_preset(preset) if isinstance(preset, str) else preset
     root = root if root is not None else paths.runs_dir(preset.name)
     stores = {}
-    for method in methods:
-        for seed in preset.seeds:
-            store = locate_config(method.kind, method_config(method, preset, seed), root=root)
-            if not is_finished(store.path):
-                raise FileNotFoundError(
-                    f"run {store.path} ({method.name}, seed {seed}, preset {preset.name}) is not finished"
-                )
-            stores[method.name, seed] = store
+    for method, seed in preset.method_seeds(methods):
+        store = locate_config(method.kind, method_config(method, preset, seed), root=root)
+        if not is_finished(store.path):
+            raise FileNotFoundError(
+                f"run {store.path} ({method.name}, seed {seed}, preset {preset.name}) is not finished"
+            )
+        stores[method.name, seed] = store
     return gather_study(methods, preset, stores)

@@ -1,10 +1,10 @@
 """The study grid: every (notebook, method, seed) run of some notebooks at a preset, planned without a model.
 
 ``NOTEBOOK_STUDIES`` names the method rows of each notebook's ``run_notebook_study`` calls and the
-notebook parameter naming their starting policy (``tests/test_grid.py`` holds it equal to what the
-notebooks run). ``plan_grid`` turns notebooks at a preset into ``PlannedRun``s, one per run id (a run
-several notebooks share, such as uniform RLOO, once), each with the config and run id ``run_method``
-gives it (``methods.method_config``, ``methods.locate_config``). ``train_grid`` runs the planned runs
+notebook parameter naming their starting policy; the notebooks take their rows from it
+(``notebook_methods``), so each list is written once. ``plan_grid`` turns notebooks at a preset into
+``PlannedRun``s, one per run id (a run several notebooks share, such as uniform RLOO, once), each with the
+config and run id ``run_method`` gives it (``method.method_config``, ``method.locate_config``). ``train_grid`` runs the planned runs
 with an executor (``runs.executor``: a local process pool or a Ray cluster); the notebooks then find
 every run finished and load it. ``packing_lines`` says how an executor places the runs on this machine
 (runs at once, runs per GPU, CPU threads per run).
@@ -30,34 +30,9 @@ from countdown_study.runs.executor import (
     local_packing,
 )
 from countdown_study.runs.store import is_finished
-from countdown_study.study.methods import (
-    CONTROL_002,
-    FIELD_BASELINES,
-    FIELD_CURRICULA,
-    IPO,
-    REPORT_000,
-    REPORT_000_ABLATIONS,
-    REPORT_001,
-    REPORT_001_ABLATIONS,
-    REPORT_002,
-    REPORT_003,
-    REPORT_003_COMMIT,
-    REPORT_003_EMBEDDED,
-    REPORT_003_THRESHOLD,
-    REPORT_003_THRESHOLD_EMBEDDED,
-    REPORT_004,
-    SEARCH_POLICY,
-    SFT,
-    UNIFORM,
-    UNIFORM_REPLACEMENT,
-    UNIFORM_SEQUENCE_SUM,
-    VCC_SWEEP,
-    VCC_SWEEP_CONTROL,
-    Method,
-    locate_config,
-    method_config,
-    run_config,
-)
+from countdown_study.study import rows, scale
+from countdown_study.study.method import Method, locate_config, method_config
+from countdown_study.study.methods import run_config
 from countdown_study.study.presets import StudyPreset, study_preset
 from countdown_study.study.synthesis import MAIN_METHODS, SEARCH_METHODS, SWEEP_METHODS
 
@@ -76,33 +51,64 @@ class NotebookStudy:
     """The notebook parameter naming the rows' starting policy (``-p policy ...``)."""
     default_policy: str = "embedded"
     """That parameter's value in the notebook."""
+    block: str = ""
+    """Its name among the notebook's calls where it makes more than one (``notebook_methods``)."""
 
 
 NOTEBOOK_STUDIES: dict[str, tuple[NotebookStudy, ...]] = {
     "01_tasks_and_solver": (),
-    "02_baselines": (NotebookStudy((SFT, IPO, UNIFORM, UNIFORM_REPLACEMENT, UNIFORM_SEQUENCE_SUM)),),
-    "03_curricula_000": (NotebookStudy((UNIFORM, *REPORT_000, *REPORT_000_ABLATIONS)),),
-    "04_sliding_window_001": (NotebookStudy((*REPORT_001, *REPORT_001_ABLATIONS)),),
-    "05_feature_space_curriculum_002": (NotebookStudy((SFT, IPO, UNIFORM, CONTROL_002, *REPORT_002)),),
+    "02_baselines": (
+        NotebookStudy(
+            (rows.SFT, rows.IPO, rows.UNIFORM, rows.UNIFORM_REPLACEMENT, rows.UNIFORM_SEQUENCE_SUM)
+        ),
+    ),
+    "03_curricula_000": (NotebookStudy((rows.UNIFORM, *rows.REPORT_000, *rows.REPORT_000_ABLATIONS)),),
+    "04_sliding_window_001": (NotebookStudy((*rows.REPORT_001, *rows.REPORT_001_ABLATIONS)),),
+    "05_feature_space_curriculum_002": (
+        NotebookStudy((rows.SFT, rows.IPO, rows.UNIFORM, rows.CONTROL_002, *rows.REPORT_002)),
+    ),
     "06_solution_count_vcc_003": (
         NotebookStudy(
-            (SFT, IPO, *REPORT_003, *REPORT_003_THRESHOLD, *REPORT_003_COMMIT, VCC_SWEEP_CONTROL, *VCC_SWEEP),
-            default_policy=SEARCH_POLICY,
+            (
+                rows.SFT,
+                rows.IPO,
+                *rows.REPORT_003,
+                *rows.REPORT_003_THRESHOLD,
+                *rows.REPORT_003_COMMIT,
+                *SWEEP_METHODS,
+            ),
+            default_policy=rows.SEARCH_POLICY,
+            block="search",
         ),
         NotebookStudy(
-            (UNIFORM, *REPORT_003_EMBEDDED, *REPORT_003_THRESHOLD_EMBEDDED),
+            (rows.UNIFORM, *rows.REPORT_003_EMBEDDED, *rows.REPORT_003_THRESHOLD_EMBEDDED),
             policy_parameter="embedded_policy",
+            block="embedded",
         ),
     ),
-    "07_adsc_004": (NotebookStudy(REPORT_004),),
-    "08_field_baselines": (NotebookStudy((SFT, UNIFORM, *FIELD_BASELINES, *FIELD_CURRICULA)),),
+    "07_adsc_004": (NotebookStudy(rows.REPORT_004),),
+    "08_field_baselines": (
+        NotebookStudy((rows.SFT, rows.UNIFORM, *rows.FIELD_BASELINES, *rows.FIELD_CURRICULA)),
+    ),
     "90_synthesis": (
-        NotebookStudy(MAIN_METHODS),
-        NotebookStudy(SEARCH_METHODS, policy_parameter="search_policy", default_policy=SEARCH_POLICY),
-        NotebookStudy(SWEEP_METHODS, policy_parameter="search_policy", default_policy=SEARCH_POLICY),
+        NotebookStudy(MAIN_METHODS, block="main"),
+        NotebookStudy(
+            SEARCH_METHODS,
+            policy_parameter="search_policy",
+            default_policy=rows.SEARCH_POLICY,
+            block="search",
+        ),
+        NotebookStudy(
+            SWEEP_METHODS, policy_parameter="search_policy", default_policy=rows.SEARCH_POLICY, block="sweep"
+        ),
+    ),
+    "09_scale": tuple(
+        NotebookStudy(scale.ROWS, size.parameter, size.policy, block=size.name)
+        for size in scale.shipped_sizes()
     ),
 }
-"""Each study notebook's ``run_notebook_study`` calls, by notebook stem, in the notebook's order."""
+"""Each study notebook's ``run_notebook_study`` calls, by notebook stem, in the notebook's order: the one
+list of the rows each notebook runs (the notebooks read theirs with ``notebook_methods``)."""
 
 
 def notebook_studies(notebook: str) -> tuple[NotebookStudy, ...]:
@@ -110,6 +116,17 @@ def notebook_studies(notebook: str) -> tuple[NotebookStudy, ...]:
     if notebook not in NOTEBOOK_STUDIES:
         raise ValueError(f"notebook {notebook!r} has no entry in study.grid.NOTEBOOK_STUDIES")
     return NOTEBOOK_STUDIES[notebook]
+
+
+def notebook_methods(notebook: str, block: str = "") -> tuple[Method, ...]:
+    """The method rows the notebook ``notebook`` (stem) runs in its study ``block`` (``NotebookStudy.block``;
+    "" for a notebook with one study), in order: what the notebook passes to ``run_notebook_study``."""
+    studies = notebook_studies(notebook)
+    found = [study for study in studies if study.block == block]
+    if len(found) != 1:
+        blocks = [study.block for study in studies]
+        raise ValueError(f"notebook {notebook!r} has no study block {block!r}; its blocks: {blocks}")
+    return found[0].methods
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -149,8 +166,8 @@ def grid_rows(
 def plan_runs(rows: Iterable[tuple[str, Method, StudyPreset]]) -> list[PlannedRun]:
     """One ``PlannedRun`` per run id of ``rows`` at every seed of each row's preset, in row order."""
     planned: dict[str, PlannedRun] = {}
-    for notebook, method, preset in rows:
-        for seed in preset.seeds:
+    for notebook, method_of_row, preset in rows:
+        for method, seed in preset.method_seeds((method_of_row,)):
             config = method_config(method, preset, seed)
             run_id = locate_config(method.kind, config).run_id
             asked = (notebook, method.name, seed)

@@ -69,8 +69,7 @@ def finished_before(methods: Sequence[Method], preset: StudyPreset, root) -> dic
     """Whether each (method name, seed) run of ``preset`` is already finished in the store at ``root``."""
     return {
         (method.name, seed): locate_config(method.kind, method_config(method, preset, seed), root).is_done
-        for method in methods
-        for seed in preset.seeds
+        for method, seed in preset.method_seeds(methods)
     }
 
 

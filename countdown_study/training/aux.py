@@ -11,8 +11,9 @@ returns an object with
   autocast (``TrainConfig.autocast``), as it computes the RLOO term.
 
 A builder with a true ``needs_tokenizer`` attribute is also given ``tokenizer=``, the run's tokenizer
-(VCC cuts rollouts at character offsets). Registered here: ``vcc`` (``training.vcc``, imported by the
-loop).
+(VCC cuts rollouts at character offsets). ``AUX_LOSSES`` names the package's objectives explicitly
+(``vcc``: ``training.vcc.VCCObjective``), so a config can be checked against it without importing
+anything else first; ``register_aux_loss`` adds another.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from countdown_study.training.specs import AuxLossSpec
+from countdown_study.training.vcc import VCCObjective
 
-AUX_LOSSES: dict[str, Callable[..., Any]] = {}
+AUX_LOSSES: dict[str, Callable[..., Any]] = {"vcc": VCCObjective}
 """Builders of auxiliary objectives by name."""
 
 

@@ -1,16 +1,9 @@
 """The IPO stage (Azar et al., 2023): the reports' offline preference baseline between SFT and RLOO.
 
-The objective (pairs and loss) is ``objectives.ipo``; this module samples, fits and evaluates.
-
-Pairs are labelled by the verifier from the SFT policy's own samples: for a prompt, a completion
-that verifies (reward 1) is preferred to one that does not. The loss is IPO's squared regression of
-the log-likelihood-ratio margin onto ``1 / (2 tau)`` (Azar et al., Eq. 17):
-
-    h = [log pi(y_w|x) - log pi_ref(y_w|x)] - [log pi(y_l|x) - log pi_ref(y_l|x)]
-    L_IPO = (h - 1 / (2 tau))^2
-
-Sequence log-probs are token means by default (``length_normalize``): the embedded model's
-completions differ in length, and the mean keeps the margin's scale independent of it.
+The objective is ``objectives.ipo`` (verifier-labelled pairs, IPO's squared regression of the
+log-likelihood-ratio margin onto ``1 / (2 tau)``, Eq. 17); this module samples the starting policy
+(``collect_pairs``), fits IPO on the pairs (``fit_ipo``) and evaluates, as one run in the run store
+(``train_ipo``). Sequence log-probs are token means by default (``IPOConfig.length_normalize``).
 """
 
 from __future__ import annotations
@@ -26,6 +19,7 @@ from countdown_study.countdown.grading import grade_batch
 from countdown_study.objectives.ipo import PreferencePair, ipo_loss, preference_pairs
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import SamplingConfig, make_engine, model_device, sequence_logprobs
+from countdown_study.runs.device import resolve_device
 from countdown_study.runs.files import OMIT_AT_DEFAULT
 from countdown_study.runs.store import RunStore
 from countdown_study.seeding import IPOStream, Stream, derive_rng, derive_seed
@@ -38,9 +32,9 @@ from countdown_study.training.common import (
     start_on_device,
     study_tasks,
 )
-from countdown_study.training.device import DEFAULT_DEVICE, check_device, resolve_device
 from countdown_study.training.finite import check_finite_step, total_grad_norm
-from countdown_study.training.specs import DataSpec, EvalSpec, check_positive, check_seed
+from countdown_study.training.rloo_config import TRAIN_SAMPLING, TrainConfig
+from countdown_study.training.specs import RunConfig, check_positive
 
 # ---------------------------------------------------------------------------------------------------
 # The IPO stage: SFT samples -> verifier-labelled pairs -> IPO updates -> evaluation
@@ -48,18 +42,15 @@ from countdown_study.training.specs import DataSpec, EvalSpec, check_positive, c
 
 
 @dataclass(frozen=True)
-class IPOConfig:
-    """The SFT -> IPO reference row: pairs from the SFT policy's samples, then IPO on them."""
+class IPOConfig(RunConfig):
+    """The SFT -> IPO reference row: pairs from the SFT policy's samples, then IPO on them. The shared
+    fields (``RunConfig``): the starting policy is also the frozen reference, and pairs are drawn from the
+    training pool (evaluation keys removed, as in RLOO runs)."""
 
-    data: DataSpec = field(default_factory=DataSpec)
-    """Starting policy (also the frozen reference), prompt pool for pairs (evaluation keys removed, as in
-    RLOO runs) and held-out evaluation tasks."""
-    eval: EvalSpec = field(default_factory=EvalSpec)
-    """Samples per evaluation task and evaluation sampling."""
     prompts: int = 1024
     """Prompts sampled for pairs."""
-    group_size: int = 8
-    """Samples per prompt."""
+    group_size: int = TrainConfig.group_size
+    """Samples per prompt (the RLOO runs' G)."""
     max_pairs_per_prompt: int = 2
     """Cap on pairs per prompt."""
     epochs: int = 2
@@ -72,22 +63,16 @@ class IPOConfig:
     """IPO regularisation tau (target margin 1 / (2 tau))."""
     length_normalize: bool = True
     """Token-mean sequence log-probs (else sums)."""
-    sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(dtype="bfloat16"))
-    """How pair samples are drawn (temperature 1.0, 96 new tokens, bf16 weights)."""
-    format_score: float = 0.1
+    sampling: SamplingConfig = TRAIN_SAMPLING
+    """How pair samples are drawn (as RLOO rollouts: temperature 1.0, 96 new tokens, bf16 weights)."""
+    format_score: float = TrainConfig.format_score
     """Reward of a present but wrong answer when pair samples are graded (pairs use correctness only)."""
-    seed: int = 0
-    """Run seed."""
-    threads: int = 2
-    """torch threads."""
-    device: str = field(default=DEFAULT_DEVICE, metadata=OMIT_AT_DEFAULT)
-    """Where the policy, the reference, pair sampling and the updates run: ``cpu``, ``cuda`` or ``auto``
-    (as ``TrainConfig.device``, ``training.device``)."""
     logprob_chunk: int = field(default=0, metadata=OMIT_AT_DEFAULT)
     """Completion tokens per vocabulary projection in the pairs' log-probs (as
     ``TrainConfig.logprob_chunk``; 0: full logits)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.group_size < 2:
             raise ValueError(f"pairs need group_size >= 2, got {self.group_size}")
         if min(self.prompts, self.epochs, self.batch_pairs, self.max_pairs_per_prompt) < 1:
@@ -96,8 +81,6 @@ class IPOConfig:
             raise ValueError(f"logprob_chunk must be >= 0 (0: full logits), got {self.logprob_chunk}")
         check_positive("lr", self.lr)
         check_positive("tau", self.tau)
-        check_seed(self.seed)
-        check_device(self.device)
 
 
 def _sequence_scores(

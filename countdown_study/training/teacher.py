@@ -23,8 +23,9 @@ goes through ``policy.load_policy`` (use ``engine="hf"`` for a model the native 
 run's id covers its teacher's weights (``teacher_fingerprint``, in ``training.loop.run_identity``), so a
 retrained teacher under the same name makes new runs.
 
-Importing this module registers the sampler ``adsc_teacher``: report 004's router (``ADSC_SYNTHETIC``)
-with this generator over the shipped teacher as its synthetic source (``teacher_router``).
+The sampler ``adsc_teacher`` is report 004's router (``ADSC_SYNTHETIC``) with this generator over the
+shipped teacher as its synthetic source: the sampler registry (``samplers.registry.SAMPLERS``) names
+``teacher_router`` as its builder, imported when a run builds it. Importing this module registers nothing.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from countdown_study.countdown.task import Task
 from countdown_study.paths import PACKAGE_DIR
 from countdown_study.policy import load_policy, policy_fingerprint, prompt_template
 from countdown_study.rollout import SamplingConfig, make_engine
-from countdown_study.samplers import SAMPLERS
 from countdown_study.samplers.bandit_router import ADSC_SYNTHETIC, BanditRouterConfig, BanditRouterSampler
 from countdown_study.training.specs import HELD_OUT
 from countdown_study.training.teacher_data import (
@@ -242,6 +242,3 @@ def teacher_router(
     return BanditRouterSampler.from_options(
         pool, seed, config, source_factory=source, exclude_keys=[*held_out, *exclude_keys], **overrides
     )
-
-
-SAMPLERS["adsc_teacher"] = teacher_router

@@ -34,7 +34,6 @@ import torch
 from countdown_study.countdown.commit import CONTINUATION, Commit, CommitPair, commit_pairs, find_commits
 from countdown_study.objectives.vcc import VCCConfig, prefix_scores, vcc_loss
 from countdown_study.rollout import model_device, sequence_logprobs
-from countdown_study.training.aux import register_aux_loss
 from countdown_study.training.specs import AuxLossSpec
 
 
@@ -64,7 +63,6 @@ def commit_tokens(tokenizer, ids: Sequence[int], text: str, end: int) -> int:
     return high
 
 
-@register_aux_loss("vcc")
 class VCCObjective:
     """VCC beside the RLOO loss: ``coef * L_VCC`` on the step's verifier-made pairs (module docstring)."""
 

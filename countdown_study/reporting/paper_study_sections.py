@@ -1,0 +1,157 @@
+"""The paper's sections of notebooks 08 and 90 (``reporting.paper_sections.SECTIONS``): the field's own
+prompt-selection rules and the synthesis of the five reports, each a ``Section`` of the tables and
+figures its notebook saves, by the names it saves them under. Data only."""
+
+from __future__ import annotations
+
+from countdown_study.reporting.latex import Column
+from countdown_study.reporting.paper_specs import (
+    CLAIMS,
+    METHOD_COLUMN,
+    FigureSpec,
+    Section,
+    TableSpec,
+    metric_columns,
+    verdict_spec,
+)
+
+FIELD = Section(
+    "field",
+    "08",
+    (
+        TableSpec(
+            "field_ranking",
+            (
+                METHOD_COLUMN,
+                Column("source", "from", "text"),
+                *metric_columns("pass@1", "pass@16"),
+                Column("gain_per_million_tokens", "gain / M tokens"),
+            ),
+            "The field's methods and the reports' curricula, ranked by pass@1.",
+        ),
+        verdict_spec("field_paired", "Each of the field's methods against uniform RLOO. " + CLAIMS),
+        verdict_spec(
+            "field_vs_best_curriculum", "Each against the best of the reports' curricula. " + CLAIMS
+        ),
+    ),
+    (
+        FigureSpec("field_pass_at_k", "pass@k of the field's methods and the reports' curricula."),
+        FigureSpec(
+            "field_sec_arms", "SEC's arms (number count $\\times$ tier) over training: probability and value."
+        ),
+    ),
+)
+SYNTHESIS = Section(
+    "synthesis_study",
+    "90",
+    (
+        TableSpec(
+            "synthesis_verdicts",
+            (
+                Column("report", "report", "text"),
+                Column("claim", "claim", "text", width="X"),
+                Column("metric", "metric", "text", width="0.11"),
+                Column("their_diff", "theirs", "signed"),
+                Column("our_diff", "ours", "signed"),
+                Column("ci", "95% interval", "interval"),
+                Column("mde", "MDE", "number"),
+                Column("verdict", "verdict", "text"),
+            ),
+            "Every headline claim of the five reports: their difference on their model, ours on ours with its "
+            "seed-aware interval and minimum detectable effect, and the verdict.",
+            group="report",
+            long=True,
+        ),
+        TableSpec(
+            "interval_coverage",
+            (
+                Column("metric", "metric", "text"),
+                Column("n_seeds", "seeds", "count"),
+                Column("n_studies", "studies", "count"),
+                Column("coverage", "coverage"),
+                Column("coverage_se", "MC s.e."),
+                Column("power_at_mde", "power at MDE", digits=2),
+                Column("mean_mde", "mean MDE"),
+                Column("seed_t_coverage", "seed t coverage"),
+            ),
+            "The default interval on simulated studies shaped like ours (per-task rates of uniform RLOO with "
+            "its floors and ceilings, 16 samples per task, shared tasks, per-run shifts fitted to the runs): "
+            "the share of null studies whose 95\\% interval holds zero, its Monte Carlo standard error, the "
+            "share that detect a true difference the size of the mean MDE, and the seed-paired t-interval's "
+            "coverage beside it.",
+        ),
+        TableSpec(
+            "claims",
+            (
+                Column("claim_id", "claim", "code", width="X"),
+                Column("metric", "metric", "text"),
+                Column("report_a", "theirs a"),
+                Column("report_b", "b"),
+                Column("ours_a", "ours a"),
+                Column("ours_b", "b"),
+                Column("ci", "95% interval", "interval"),
+                Column("mde", "MDE"),
+                Column("seeds_needed", "seeds", "count"),
+                Column("verdict", "verdict", "text", width="0.16"),
+            ),
+            "The claim registry: every quantitative claim of the five reports (\\texttt{study/claims\\_registry.csv}), "
+            "the report's numbers on its model (Qwen2.5-0.5B SFT, one run), ours on ours (five training "
+            "seeds), the interval of our difference, the MDE, the training seeds at which the MDE would reach "
+            "the report's own difference, and the verdict; claims not tested give their reason in "
+            "\\texttt{results/tables/claims.csv}.",
+            group="report",
+            long=True,
+        ),
+        TableSpec(
+            "synthesis_curricula_ranking",
+            (
+                Column("rank", "rank", "count"),
+                METHOD_COLUMN,
+                Column("mean_diff_vs_others", "mean difference", "signed"),
+                Column("above", "above", "count"),
+                Column("below", "below", "count"),
+            ),
+            "The curricula on the embedded policy that share uniform RLOO's reward and rollouts, ranked by "
+            "their mean pass@1 difference from the others; \\emph{above} and \\emph{below} count the rows "
+            "each is above or below with a seed-aware interval clear of zero.",
+        ),
+        TableSpec(
+            "synthesis_budget",
+            (
+                Column("report", "report", "text"),
+                Column("method", "method", "text", width="X"),
+                Column("tokens_vs_uniform", "tokens / uniform", digits=2),
+                Column("gain_vs_uniform", "pass@1 gain", "signed"),
+                Column("gain", "95% interval", "interval"),
+                Column("gain_per_million_tokens", "gain / M tokens", "signed"),
+            ),
+            "What each row generated against what it gained: its completion tokens per run relative to its "
+            "uniform RLOO row, its pass@1 difference from that row with the seed-aware interval, and its pass@1 "
+            "gain over the starting policy per million generated tokens. The rows of the embedded policy come "
+            "first, then (after a rule) report 003's rows on the search-style policy.",
+            group="model",
+            long=True,
+        ),
+    ),
+    (
+        FigureSpec(
+            "synthesis_forest",
+            "Every row against the uniform RLOO row of its starting policy, with seed-aware 95\\% intervals.",
+        ),
+        FigureSpec(
+            "synthesis_tradeoff",
+            "Sharpening against coverage: each row's pass@1 and pass@16 differences from its uniform RLOO row "
+            "with seed-aware 95\\% intervals, grouped by the direction of the two point estimates.",
+        ),
+        FigureSpec(
+            "synthesis_cross_curricula",
+            "The curricula against each other at pass@1 (row minus column); a dot marks a pair whose "
+            "seed-aware interval is clear of zero.",
+        ),
+        FigureSpec(
+            "synthesis_budget",
+            "What each row generated (completion tokens per run relative to its uniform RLOO row) and what it "
+            "gained (its pass@1 difference from that row, with the seed-aware 95\\% interval).",
+        ),
+    ),
+)

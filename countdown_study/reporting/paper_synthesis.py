@@ -1,0 +1,99 @@
+"""The paper's synthesis section: verdict counts per paired table, every claim that holds or is reversed,
+and which notebooks' paired tables are not in ``results/`` yet. Pure: tables in, LaTeX text out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from countdown_study.reporting.latex import Column, present, table_float, tabular
+from countdown_study.reporting.paper_macros import KNOWN_VERDICTS, verdict_counts
+from countdown_study.reporting.paper_sections import (
+    CLAIMS,
+    PAIRED_TABLES,
+    VERDICT_COLUMNS,
+    VERDICT_METRICS,
+    fitted_table,
+)
+
+SYNTHESIS_COLUMNS = (
+    Column("table", "paired table", "code"),
+    Column("comparisons", "rows", "count"),
+    Column("holds", "holds", "count"),
+    Column("reversed", "reversed", "count"),
+    Column("inside noise", "in noise", "count"),
+    Column("a above/below b", "no claim, decided", "count"),
+    Column("no verdict", "no verdict", "count"),
+)
+"""Columns of the synthesis table (``synthesis_table``)."""
+
+
+def synthesis_table(paired: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per paired table: rows at ``VERDICT_METRICS`` and how many carry each verdict (none: an older table)."""
+    rows = []
+    for name, table in paired.items():
+        shown = table[table["metric"].isin(VERDICT_METRICS)]
+        verdicts = shown["verdict"] if "verdict" in shown else pd.Series([None] * len(shown))
+        rows.append(
+            {
+                "table": name,
+                "comparisons": len(shown),
+                "holds": int((verdicts == "holds").sum()),
+                "reversed": int((verdicts == "reversed").sum()),
+                "inside noise": int((verdicts == "inside noise").sum()),
+                "a above/below b": int(verdicts.isin(["a above b", "a below b"]).sum()),
+                "no verdict": int((~verdicts.isin(KNOWN_VERDICTS)).sum()),
+            }
+        )
+    return pd.DataFrame(rows, columns=[c.key for c in SYNTHESIS_COLUMNS])
+
+
+def synthesis_body(paired: Mapping[str, pd.DataFrame]) -> str:
+    """The synthesis: verdict counts per paired table, every claim that holds or is reversed, and a sentence
+    naming the notebooks whose paired tables are not in ``results/`` yet."""
+    parts = []
+    if paired:
+        parts.append(verdict_sentence(verdict_counts(paired)))
+        counts = tabular(synthesis_table(paired), SYNTHESIS_COLUMNS)
+        parts.append(
+            table_float(
+                counts, f"Verdicts per paired table ({' and '.join(VERDICT_METRICS)}).", "tab:synthesis"
+            )
+        )
+        decided = (
+            pd.concat([t.assign(table=n) for n, t in paired.items() if "verdict" in t], ignore_index=True)
+            if any("verdict" in t for t in paired.values())
+            else pd.DataFrame()
+        )
+        if len(decided):
+            decided = decided[
+                decided["verdict"].isin(["holds", "reversed"]) & decided["metric"].isin(VERDICT_METRICS)
+            ]
+        if len(decided):
+            decided = decided.assign(notebook=decided["table"].map(PAIRED_TABLES).fillna(""))
+            columns = (Column("notebook", "nb", "text"), *VERDICT_COLUMNS)
+            caption = (
+                "The reports' claims that hold or are reversed here (nb: the notebook whose paired table holds "
+                "the row). " + CLAIMS
+            )
+            parts.append(fitted_table(decided, present(decided, columns), caption, "tab:decided", "table"))
+    waiting = [notebook for name, notebook in PAIRED_TABLES.items() if name not in paired]
+    if waiting:
+        parts.append(
+            f"Notebooks {', '.join(sorted(set(waiting)))} have not run yet for these results: their paired "
+            "tables are not counted here."
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def verdict_sentence(counts: Mapping[str, int]) -> str:
+    """The synthesis' opening: how many comparisons at ``VERDICT_METRICS`` carry each verdict."""
+    return (
+        rf"Table~\ref{{tab:synthesis}} counts the verdicts of every paired table at "
+        rf"{' and '.join(VERDICT_METRICS)}: {counts['holds']} comparisons confirm a report's claim, "
+        rf"{counts['reversed']} reverse one and {counts['inside noise']} lie inside the noise; "
+        rf"{counts['a above b']} and {counts['a below b']} contrasts without a claim put the first method "
+        r"above or below the second. A verdict of \emph{inside noise} is not evidence of no effect: the MDE "
+        r"beside it says which effects the design would have detected."
+    )
