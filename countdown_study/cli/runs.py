@@ -133,14 +133,14 @@ def retire_dirty(root: Path, dry_run: bool = False) -> int:
 
     if not root.is_dir():
         raise FileNotFoundError(f"no run store at {root}")
-    dirty = [p for p in sorted(root.iterdir())
-             if is_finished(p) and RunStore(p.name, p, None).provenance().get("git_dirty")]  # fmt: skip
+    records = {p: RunStore(p.name, p, None).provenance() for p in sorted(root.iterdir()) if is_finished(p)}
+    dirty = [path for path, record in records.items() if record.get("git_dirty")]
     retired = root.with_name(root.name + ".retired")
     taken = [p.name for p in dirty if (retired / p.name).exists()]
     if taken:
         raise FileExistsError(f"already retired under {retired}: {', '.join(taken)}")
     for path in dirty:
-        sha = RunStore(path.name, path, None).provenance().get("git_sha") or "unknown"
+        sha = records[path].get("git_sha") or "unknown"
         print(f"{'would retire' if dry_run else 'retired'} {path.name} (made at {sha[:12]} with changes)")
         if not dry_run:
             retired.mkdir(exist_ok=True)

@@ -166,8 +166,8 @@ def grid_rows(
 def plan_runs(rows: Iterable[tuple[str, Method, StudyPreset]]) -> list[PlannedRun]:
     """One ``PlannedRun`` per run id of ``rows`` at every seed of each row's preset, in row order."""
     planned: dict[str, PlannedRun] = {}
-    for notebook, method_of_row, preset in rows:
-        for method, seed in preset.method_seeds((method_of_row,)):
+    for notebook, method, preset in rows:
+        for seed in preset.seeds:  # each row has its own preset: no list of methods to pair
             config = method_config(method, preset, seed)
             run_id = locate_config(method.kind, config).run_id
             asked = (notebook, method.name, seed)
