@@ -295,6 +295,6 @@ def test_an_extra_set_is_never_larger_than_the_presets_held_out_set():
     }
     assert sets == {
         "full": (("ood", "ood:200:0"), ("ood_targets", "ood_targets:200:0")),
-        "quick": (("ood", "ood:10:0"), ("ood_targets", "ood_targets:10:0")),
+        "quick": (("ood", "ood:8:0"), ("ood_targets", "ood_targets:8:0")),
         "tiny": (("ood", "ood:6:0"), ("ood_targets", "ood_targets:6:0")),
     }

@@ -86,6 +86,12 @@ def notebook_tables(notebook: str) -> dict[str, tuple[list[str], list[str]]]:
     return needed
 
 
+def conditional_tables() -> set[str]:
+    """The tables a notebook writes only in some studies (``TableSpec.absent``): left out, not refused,
+    where their file is missing."""
+    return {spec.name for section in SECTIONS for spec in section.tables if spec.absent}
+
+
 def notebook_figures(notebook: str) -> list[str]:
     """Every figure the paper shows from ``notebook``."""
     return [fig.name for s in SECTIONS if s.notebook == notebook for fig in s.figures]
@@ -219,12 +225,15 @@ def load_results(
     """Every table and figure of the notebooks that have run, checked (``ResultsError`` on the first
     problem); ``cited``: table -> the (contrast, metric) rows the prose cites by name."""
     tables, metas, figures, not_run = {}, {}, {}, set()
+    conditional = conditional_tables()
     for notebook in notebooks():
         if not has_run(notebook, tables_dir, figures_dir, executed_dir):
             not_run.add(notebook)
             continue
         for name, (required, numeric) in notebook_tables(notebook).items():
             path = tables_dir / f"{name}.csv"
+            if name in conditional and not path.exists():
+                continue
             tables[name] = read_table_checked(path, required, numeric, (cited or {}).get(name, ()))
             meta = read_meta(tables_dir / f"{name}.meta.json")
             if meta is not None:

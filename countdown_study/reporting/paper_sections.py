@@ -48,7 +48,7 @@ from countdown_study.reporting.paper_specs import (
     TableSpec,
     metric_columns,
 )
-from countdown_study.reporting.paper_study_sections import FIELD, SYNTHESIS
+from countdown_study.reporting.paper_study_sections import FIELD, SCALE, SYNTHESIS
 
 __all__ = [
     "CLAIMS",
@@ -84,7 +84,7 @@ __all__ = [
 # what each section shows
 
 SECTIONS = (
-    TASKS, BASELINES, REPORT_000, REPORT_001, REPORT_002, REPORT_003, REPORT_004, FIELD, SYNTHESIS,
+    TASKS, BASELINES, REPORT_000, REPORT_001, REPORT_002, REPORT_003, REPORT_004, FIELD, SCALE, SYNTHESIS,
 )  # fmt: skip
 """Each section's tables and figures, in the names the notebooks save them under."""
 
@@ -142,11 +142,17 @@ def section_body(
 ) -> tuple[str, dict[str, str]]:
     """The body of ``section`` (``\\input`` of its table fragments, its figures) and the fragments by table
     name; the ``missing_sentence`` alone while none of its tables is in ``tables`` (its notebook has not
-    run: ``paper_inputs.load_results`` gives all of a notebook's tables or none)."""
+    run: ``paper_inputs.load_results`` gives all of a notebook's tables or none), and a table's ``absent``
+    sentence in its place where its notebook did not write it."""
     if not any(t.name in tables for t in section.tables):
         return missing_sentence(section.notebook) + "\n", {}
-    fragments = {t.name: table_fragment(t, tables[t.name], section.notebook) for t in section.tables}
-    parts = [rf"\input{{generated/tables/{name}}}" for name in fragments]
+    fragments, parts = {}, []
+    for spec in section.tables:
+        if spec.name not in tables and spec.absent:
+            parts.append(spec.absent + "\n")
+            continue
+        fragments[spec.name] = table_fragment(spec, tables[spec.name], section.notebook)
+        parts.append(rf"\input{{generated/tables/{spec.name}}}")
     for fig in section.figures:
         caption = f"{fig.caption} {source_note(section.notebook, fig.name)}"
         parts.append(figure_float(figures[fig.name], caption, f"fig:{fig.name}", fig.height))

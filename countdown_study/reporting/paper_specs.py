@@ -49,6 +49,10 @@ class TableSpec:
     of more than ``LONG_TABLE_ROWS`` rows always is)."""
     optional: tuple[str, ...] = ()
     """CSV columns an older table may lack (its table shows the rest); every other column shown is required."""
+    absent: str = ""
+    """For a table its notebook writes only in some studies (``claims_seed_change``: with more than five
+    training seeds): the sentence (LaTeX) the paper prints in its place where the notebook has run without
+    writing it. Empty (every other table): the table is required once its notebook has run."""
 
 
 @dataclass(frozen=True)

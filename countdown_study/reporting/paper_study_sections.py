@@ -1,6 +1,7 @@
-"""The paper's sections of notebooks 08 and 90 (``reporting.paper_sections.SECTIONS``): the field's own
-prompt-selection rules and the synthesis of the five reports, each a ``Section`` of the tables and
-figures its notebook saves, by the names it saves them under. Data only."""
+"""The paper's sections of notebooks 08, 09 and 90 (``reporting.paper_sections.SECTIONS``): the field's own
+prompt-selection rules, the headline claims at three policy sizes and the synthesis of the five reports,
+each a ``Section`` of the tables and figures its notebook saves, by the names it saves them under. Data
+only."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from countdown_study.reporting.latex import Column
 from countdown_study.reporting.paper_specs import (
     CLAIMS,
     METHOD_COLUMN,
+    SUMMARY_COLUMNS,
+    VERDICT_COLUMNS,
     FigureSpec,
     Section,
     TableSpec,
@@ -38,6 +41,105 @@ FIELD = Section(
         FigureSpec("field_pass_at_k", "pass@k of the field's methods and the reports' curricula."),
         FigureSpec(
             "field_sec_arms", "SEC's arms (number count $\\times$ tier) over training: probability and value."
+        ),
+    ),
+)
+SCALE_SIZES = ("small", "embedded", "large")
+"""The sizes of the scale study, smallest first (``study.scale.SIZES``' names): ``scale_verdicts`` has a
+column of verdicts per size that ran."""
+SCALE = Section(
+    "scale_study",
+    "09",
+    (
+        TableSpec(
+            "scale_sizes",
+            (
+                Column("size", "size", "text"),
+                Column("parameters", "params", "count"),
+                Column("sft_steps", "steps", "count"),
+                Column("sft_hours", "hours", digits=1),
+                *(Column(f"sft_{m}", m) for m in ("pass@1", "pass@16")),
+                Column("sft_well_formed", "formed"),
+                Column("sft_answer_spans_per_rollout", "spans", digits=2),
+                Column("sft_truncated", "cut"),
+                Column("measured_temperature", "temp.", digits=1),
+                Column("measured_max_new_tokens", "tokens", "count"),
+            ),
+            "The policy of each size, made by the package's SFT stage with the same recipe on the same solver "
+            "traces: its parameters, its SFT run's steps and wall hours, and its quality on held-out tasks as "
+            "its shipped record gives it (pass@1, pass@16, the share of well-formed rollouts, answer spans per "
+            "rollout, the share cut at the token budget), measured at the sampling temperature and token budget "
+            "of the last two columns; a dash where the record lacks a value. The CSV names each size's policy.",
+        ),
+        TableSpec(
+            "scale_verdicts",
+            (
+                Column("report", "report", "text"),
+                Column("claim", "claim", "text", width="X"),
+                Column("metric", "metric", "text"),
+                *(Column(size, size, "text") for size in SCALE_SIZES),
+                Column("same_at_every_size", "same at every size", "text"),
+            ),
+            "Each headline claim's verdict at each size (a column per size that ran), against the row it is "
+            "claimed against at the same size, and whether the verdict is the same at every size.",
+            optional=SCALE_SIZES,
+        ),
+        TableSpec(
+            "scale_paired",
+            (
+                Column("size", "size", "text"),
+                Column("claim", "claim", "text", width="X"),
+                *VERDICT_COLUMNS[1:],
+            ),
+            "Each headline claim at each size: the baselines against the SFT policy of the same size, each "
+            "curriculum against uniform RLOO of the same size, reward and rollouts, at the metric of the "
+            "report's claim; the band-pass filter, which no report makes a claim of, ordered. " + CLAIMS,
+            group="size",
+            long=True,
+        ),
+        TableSpec(
+            "scale_summary",
+            (Column("size", "size", "text"), *SUMMARY_COLUMNS),
+            "Every row at each size on the shared held-out tasks: mean over training seeds.",
+            group="size",
+            long=True,
+        ),
+        TableSpec(
+            "scale_cost",
+            (
+                Column("size", "size", "text"),
+                Column("parameters", "parameters", "count"),
+                Column("runs", "runs", "count"),
+                Column("total_hours", "hours", digits=1),
+                *(
+                    Column(f"{kind}_seconds_per_run", f"s per {kind.upper()} run", digits=0)
+                    for kind in ("sft", "ipo", "rloo")
+                ),
+            ),
+            "What each size cost: its runs, their wall hours in all, and the mean wall seconds of one run of "
+            "each kind (SFT: evaluating the policy; RLOO: any RLOO row), from each run's record (started to "
+            "finished).",
+        ),
+        TableSpec(
+            "scale_cost_by_method",
+            (
+                Column("size", "size", "text"),
+                METHOD_COLUMN,
+                Column("runs", "runs", "count"),
+                Column("seconds_per_run", "s per run", digits=0),
+                Column("seconds_sd", "s.d.", digits=0),
+            ),
+            "The wall seconds of one run of each row at each size (mean over its runs, with the s.d. over "
+            "training seeds), from each run's record.",
+            group="size",
+            long=True,
+        ),
+    ),
+    (
+        FigureSpec(
+            "scale_claims",
+            "Each headline claim's difference ($a - b$) by the policy's parameters, with seed-aware 95\\% "
+            "intervals: a filled marker where the interval is clear of zero, the colour the claimed sign.",
         ),
     ),
 )
@@ -101,6 +203,27 @@ SYNTHESIS = Section(
             "\\texttt{results/tables/claims.csv}.",
             group="report",
             long=True,
+        ),
+        TableSpec(
+            "claims_seed_change",
+            (
+                Column("claim_id", "claim", "code", width="X"),
+                Column("metric", "metric", "text"),
+                Column("their_diff", "theirs", "signed"),
+                Column("ci_before", "95% interval, first 5", "interval"),
+                Column("mde_before", "MDE", "number"),
+                Column("verdict_before", "verdict", "text", width="0.13"),
+                Column("ci_after", "95% interval, all", "interval"),
+                Column("mde_after", "MDE", "number"),
+                Column("verdict_after", "verdict", "text", width="0.13"),
+            ),
+            "The claim registry on the first five training seeds and on all of them: the report's own "
+            "difference, our interval, MDE and verdict on each; \\texttt{moved} in "
+            "\\texttt{results/tables/claims\\_seed\\_change.csv} marks a claim whose verdict changed.",
+            group="report",
+            long=True,
+            absent="The study has no more than five training seeds, so the registry is not compared between "
+            "five seeds and more (\\texttt{study.seed\\_change}).",
         ),
         TableSpec(
             "synthesis_curricula_ranking",

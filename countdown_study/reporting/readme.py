@@ -5,8 +5,11 @@ what lies between them from the full preset's ``claims.csv`` (``study.claims``),
 typed by hand: a sentence counting every claim of the five reports by verdict, a table of the counts per
 report, and the claims that are evidence (``holds``, ``reversed``) or ``borderline`` with their numbers.
 The rest (inside the noise, underpowered, untestable, the same runs as another claim, not tested) is
-counted and left to the table itself. ``claims_markdown`` is pure; ``refresh_readme`` reads and writes the
-files. Imports pandas, no torch.
+counted and left to the table itself. Once notebook 09 has written ``scale_verdicts.csv`` and
+``scale_paired.csv``, a paragraph follows on model size (``scale_markdown``): each headline claim's verdict
+at each size and whether it is the same at every size, and uniform RLOO's pass@1 and pass@16 differences
+from the SFT policy of each size. ``claims_markdown`` and ``scale_markdown`` are pure; ``refresh_readme``
+reads and writes the files. Imports pandas, no torch.
 """
 
 from __future__ import annotations
@@ -113,6 +116,118 @@ def claims_markdown(claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------------------------------
+# model size (notebook 09)
+
+SCALE_VERDICTS = "scale_verdicts"
+"""Notebook 09's table of each claim's verdict per size (``study.scale.verdicts_by_size``)."""
+SCALE_PAIRED = "scale_paired"
+"""Notebook 09's table of each claim's difference per size (``study.scale.scale_paired``)."""
+SCALE_FIGURE = "results/figures/scale_claims.png"
+"""Notebook 09's figure of each claim's difference by size (``reporting.scale_plots.scale_figure``)."""
+VERDICT_KEYS = ("report", "claim", "metric", "same_at_every_size")
+"""The columns of ``scale_verdicts`` that are not a size's verdicts."""
+UNIFORM, SFT = "RLOO uniform", "SFT"
+"""The rows whose difference per size the README gives (``study.methods.UNIFORM`` and ``SFT``)."""
+
+
+def scale_sizes(verdicts: pd.DataFrame) -> list[str]:
+    """The sizes of a ``scale_verdicts`` table (a column each, smallest first)."""
+    return [c for c in verdicts.columns if c not in VERDICT_KEYS]
+
+
+def is_true(value: object) -> bool:
+    """A boolean cell, as written or as read back from a CSV (``True`` / ``"True"``)."""
+    return str(value).strip().lower() == "true"
+
+
+def _text(value: object) -> str:
+    return "-" if is_missing(value) else str(value)
+
+
+def _signed(value: object) -> str:
+    return "-" if is_missing(value) else f"{value:+.3f}"
+
+
+def _difference(row: pd.Series | None) -> str:
+    """``+0.050 [+0.010, +0.090] holds``: a ``scale_paired`` row's difference, interval and verdict; ``-``
+    without a row or a difference."""
+    if row is None or is_missing(row["diff"]):
+        return "-"
+    verdict = "" if is_missing(row["verdict"]) else f" {row['verdict']}"
+    return f"{_signed(row['diff'])} [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]{verdict}"
+
+
+def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
+    """Markdown lines: each claim of ``scale_verdicts`` with its verdict at each size and ``yes``/``no``
+    for the same verdict at every size."""
+    sizes = scale_sizes(verdicts)
+    lines = [
+        "| claim | metric | " + " | ".join(sizes) + " | same at every size |",
+        "|---" * (len(sizes) + 3) + "|",
+    ]
+    for _, row in verdicts.iterrows():
+        cells = [_text(row[c]) for c in ("claim", "metric", *sizes)]
+        lines.append(
+            "| " + " | ".join(cells) + f" | {'yes' if is_true(row['same_at_every_size']) else 'no'} |"
+        )
+    return lines
+
+
+def baseline_lines(paired: pd.DataFrame, sizes: list[str]) -> list[str]:
+    """Markdown lines: per size, its parameters and uniform RLOO's pass@1 and pass@16 differences from the
+    SFT policy of that size (``scale_paired`` rows with ``a`` uniform RLOO and ``b`` SFT; ``-`` where a
+    row is missing)."""
+    rloo = paired[(paired["a"] == UNIFORM) & (paired["b"] == SFT)]
+    lines = ["| size | parameters | pass@1 | pass@16 |", "|---|---|---|---|"]
+    for size in sizes:
+        of_size = paired[paired["size"] == size]
+        parameters = f"{int(of_size['parameters'].iloc[0]):,}" if len(of_size) else "-"
+        cells = []
+        for metric in ("pass@1", "pass@16"):
+            match = rloo[(rloo["size"] == size) & (rloo["metric"] == metric)]
+            cells.append(_difference(match.iloc[0] if len(match) else None))
+        lines.append(f"| {size} | {parameters} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def scale_markdown(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -> str:
+    """The README's paragraph on model size from notebook 09's ``scale_verdicts`` and ``scale_paired``: the
+    sizes, how many claims keep their verdict at every size and which do not, a table of the verdicts per
+    size, and uniform RLOO against SFT per size. Empty while either table is missing."""
+    if verdicts is None or paired is None:
+        return ""
+    sizes = scale_sizes(verdicts)
+    same = verdicts["same_at_every_size"].map(is_true)
+    differ = [f"{row['claim']} ({row['metric']})" for _, row in verdicts[~same].iterrows()]
+    if len(sizes) < 2:
+        count = f"Only the {sizes[0]} size has run yet, so no verdict can differ between sizes."
+    elif differ:
+        count = (f"The verdict is the same at every size for {int(same.sum())} of the {len(verdicts)} claims "
+                 f"and differs for {len(differ)}: {'; '.join(differ)}.")  # fmt: skip
+    else:
+        count = f"The verdict is the same at every size for every claim ({len(verdicts)})."
+    return "\n".join(
+        [
+            f"Model size (notebook 09, `results/tables/{SCALE_VERDICTS}.csv`): the headline claims at each size "
+            f"of the embedded policy ({', '.join(sizes)}), each against the row it is claimed against at the "
+            f"same size. {count} The differences behind the verdicts, with their intervals, are in "
+            f"`results/tables/{SCALE_PAIRED}.csv`, drawn in [`{SCALE_FIGURE}`]({SCALE_FIGURE}).",
+            "",
+            *verdict_lines(verdicts),
+            "",
+            "Uniform RLOO against the SFT policy of the same size, a - b [95%] and verdict (pass@1: the gain; "
+            "pass@16: a negative difference is a narrowing):",
+            "",
+            *baseline_lines(paired, sizes),
+        ]
+    )
+
+
+# ----------------------------------------------------------------------------------------------------
+# the README's block
+
+
 def block_bounds(lines: list[str]) -> tuple[int, int]:
     """The indices of the ``BEGIN`` and ``END`` lines among the README's ``lines`` (each exactly once, in
     that order)."""
@@ -142,14 +257,29 @@ def readme_block(text: str) -> str:
     return "\n".join(lines[begin + 1 : end])
 
 
+def read_if_there(path: Path) -> pd.DataFrame | None:
+    """A saved table (``outputs.read_table``), or None where there is none."""
+    return read_table(path) if path.is_file() else None
+
+
+def results_markdown(tables: Path) -> str:
+    """The README's whole results block from the tables folder ``tables``: ``claims_markdown`` of its
+    ``claims.csv``, then ``scale_markdown`` where notebook 09's tables are there."""
+    block = claims_markdown(read_table(tables / f"{CLAIMS_TABLE}.csv"))
+    scale = scale_markdown(
+        *(read_if_there(tables / f"{name}.csv") for name in (SCALE_VERDICTS, SCALE_PAIRED))
+    )
+    return f"{block}\n\n{scale}" if scale else block
+
+
 def refresh_readme(readme: Path, tables: Path) -> bool:
-    """Rewrite ``readme``'s results from ``tables/claims.csv``; False (nothing written) when that table is
-    not there yet."""
+    """Rewrite ``readme``'s results from ``tables/claims.csv`` (and ``scale_markdown`` from the scale tables
+    where they are there); False (nothing written) when ``claims.csv`` is not there yet."""
     source = tables / f"{CLAIMS_TABLE}.csv"
     if not source.is_file():
         return False
     text = readme.read_text()
-    updated = replace_block(text, claims_markdown(read_table(source)))
+    updated = replace_block(text, results_markdown(tables))
     if updated != text:
         readme.write_text(updated)
     return True

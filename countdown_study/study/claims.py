@@ -29,7 +29,8 @@ when the interval excludes zero, otherwise ``inside noise`` or ``underpowered``;
 proven). Report 003's validation-selection claim (``a`` is ``SELECTED``) compares the validation-selected
 with the final checkpoint over the tight sweep's runs, clustered by training seed.
 
-The registry is read by ``study.claims_registry``; the verdict of an interval is ``study.verdicts``'.
+The registry is read by ``study.claims_registry``; the verdict of an interval is ``study.verdicts``';
+``study.seed_change`` computes the table on some of the training seeds and sets two tables side by side.
 """
 
 from __future__ import annotations

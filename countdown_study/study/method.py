@@ -117,7 +117,7 @@ def _with_sets(config, method: Method):
 
     An extra set never has more tasks than the preset's held-out set: a generated set's count is capped
     at ``data.eval_limit`` (``countdown.load.limit_spec``; ours). The full preset's 200-task OOD set is
-    whole (500 held-out tasks); the quick preset evaluates 10 OOD tasks and the tiny one 6, so a smaller
+    whole (500 held-out tasks); the quick preset evaluates 8 OOD tasks and the tiny one 6, so a smaller
     preset is not dominated by a set it reads only beside the main one.
     """
     if not method.eval_sets:
