@@ -15,8 +15,10 @@ from countdown_study.training.common import snapshot_steps
     ("preset", "changes", "every", "steps"),
     [
         ("full", {}, 10, (10, 20, 30, 40, 50, 60)),  # report 003: every 10 of 60 steps
-        ("quick", {}, 2, (2, 4)),
+        ("quick", {}, 2, (2, 3)),  # rounded up: two checkpoints of three steps, not three
+        ("quick", {"steps": 4}, 2, (2, 4)),
         ("quick", {"steps": 12}, 6, (6, 12)),  # the interval follows the steps
+        ("full", {"steps": 61}, 11, (11, 22, 33, 44, 55, 61)),  # never more than the preset's six
         ("quick", {"steps": 1}, 1, (1,)),  # never below one step
         ("tiny", {}, 2, (2,)),
     ],

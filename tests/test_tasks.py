@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from countdown_study.countdown import generate as generate_module
-from countdown_study.countdown import solver
+from countdown_study.countdown import load as load_module
+from countdown_study.countdown import solver, task_readers
 from countdown_study.countdown.difficulty import (
     LEVELS,
     TIERS,
@@ -513,3 +514,20 @@ def test_tiers_and_levels_partition_generated_data(generated):
     assert (tiers == "OOD").sum() == 5
     three = np.array([t.num_count == 3 for t in tasks])
     assert set(tiers[three].tolist()) == {"T0", "T1"} and set(levels[three].tolist()) == {"easy"}
+
+
+def test_a_generated_spec_is_made_once_per_process_and_each_caller_gets_its_own_list(monkeypatch):
+    made = []
+    generate = task_readers._GENERATORS["generated"]
+    monkeypatch.setitem(
+        task_readers._GENERATORS, "generated", lambda count, seed: made.append(seed) or generate(count, seed)
+    )
+    load_module._spec_tasks.cache_clear()
+    first = load_tasks("generated:50:123")
+    first.clear()  # a caller changing its list changes no other caller's
+    second, report = load_tasks_with_report("generated:50:123")
+    assert made == [123] and len(second) == 50 and report.kept == 50
+    assert second == generate_tasks(50, 123)
+    assert load_tasks("generated:50:124") == generate_tasks(50, 124) and made == [123, 124]
+    assert load_tasks("generated:50:123", limit=10) == second[:10] and made == [123, 124, 123]
+    load_module._spec_tasks.cache_clear()

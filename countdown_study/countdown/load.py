@@ -7,6 +7,7 @@ raw rows by ``countdown.task_readers``; here each row is checked.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from countdown_study.countdown.generate import solvable
 from countdown_study.countdown.task import Task
 from countdown_study.countdown.task_readers import FIELDS as FIELDS
 from countdown_study.countdown.task_readers import FILE_SUFFIXES as FILE_SUFFIXES
-from countdown_study.countdown.task_readers import MISSING, Rows, read_source, read_tasks
+from countdown_study.countdown.task_readers import MISSING, Rows, is_spec, read_source, read_tasks
 from countdown_study.countdown.task_readers import READERS as READERS
 from countdown_study.countdown.task_readers import limit_spec as limit_spec
 
@@ -148,11 +149,50 @@ def load_tasks_with_report(
     allowed_counts: Sequence[int] = (3, 4, 5),
     cache_dir: str | Path | None = None,
 ) -> tuple[list[Task], TaskLoadReport]:
-    """``load_tasks`` that also returns what was read, kept and dropped (and never warns)."""
+    """``load_tasks`` that also returns what was read, kept and dropped (and never warns).
+
+    A ``KIND:COUNT:SEED`` spec is a pure function of its arguments: its tasks are made and checked once per
+    process (``SPEC_CACHE`` of them kept) and every later call gets a new list of the same tasks, so the runs
+    of one notebook do not regenerate their shared pool."""
     if on_invalid not in ("raise", "drop"):
         raise ValueError(f"on_invalid must be 'raise' or 'drop', got {on_invalid!r}")
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be non-negative, got {limit}")
+    if isinstance(source, str) and is_spec(source):
+        tasks, report = _spec_tasks(source, split, require_solvable, on_invalid, limit, tuple(allowed_counts))
+        return list(tasks), report
+    return _load(source, split, require_solvable, on_invalid, limit, allowed_counts, cache_dir)
+
+
+SPEC_CACHE = 8
+"""Generated task sets (``KIND:COUNT:SEED`` specs with their load options) kept per process: a notebook's
+training pool, held-out set and OOD sets."""
+
+
+@functools.lru_cache(maxsize=SPEC_CACHE)
+def _spec_tasks(
+    source: str,
+    split: str,
+    require_solvable: bool,
+    on_invalid: str,
+    limit: int | None,
+    allowed_counts: tuple[int, ...],
+) -> tuple[tuple[Task, ...], TaskLoadReport]:
+    """A spec's tasks (immutable) and report, made once per process for the same arguments."""
+    tasks, report = _load(source, split, require_solvable, on_invalid, limit, allowed_counts, None)
+    return tuple(tasks), report
+
+
+def _load(
+    source: str | Path | Sequence[Task],
+    split: str,
+    require_solvable: bool,
+    on_invalid: str,
+    limit: int | None,
+    allowed_counts: Sequence[int],
+    cache_dir: str | Path | None,
+) -> tuple[list[Task], TaskLoadReport]:
+    """The tasks of ``source`` read, checked and reported (``load_tasks_with_report``'s body)."""
     from_list = not isinstance(source, str | Path)
     name = "list of tasks" if from_list else str(source)
     rows = read_tasks(list(source), limit) if from_list else read_source(source, split, limit, cache_dir)

@@ -215,6 +215,12 @@ def _read_file(path: Path, limit: int | None) -> Rows:
         ) from error
 
 
+def is_spec(source: str) -> bool:
+    """Whether ``source`` is a well-formed ``KIND:COUNT:SEED`` spec (``generated``, ``ood``, ``ood_targets``),
+    whose tasks are a pure function of the text."""
+    return _SPEC.fullmatch(source) is not None
+
+
 def limit_spec(source: str, limit: int) -> str:
     """``source`` with at most ``limit`` tasks where it is a ``KIND:COUNT:SEED`` spec (``generated``,
     ``ood``, ``ood_targets``; its count capped at ``limit``); any other source unchanged:
