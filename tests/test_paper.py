@@ -62,7 +62,7 @@ VERDICTS_CSV = """report,claim,metric,their_diff,our_diff,ci_low,ci_high,mde,ver
 VERDICTS_FRAGMENT = r"""\begingroup
 \small
 \setlength{\tabcolsep}{4pt}
-\begin{xltabular}{\linewidth}{l>{\raggedright\arraybackslash}X>{\raggedright\arraybackslash}p{0.11\linewidth}rrrrl}
+\begin{xltabular}{\linewidth}{l>{\raggedright\arraybackslash}X>{\raggedright\arraybackslash}p{0.11\linewidth}rrrr>{\raggedright\arraybackslash}p{0.16\linewidth}}
 \caption{Every headline claim of the five reports: their difference on their model, ours on ours with its seed-aware interval and minimum detectable effect, and the verdict. Source: notebook 90, \texttt{synthesis\_verdicts}.}\label{tab:synthesis_verdicts} \\
 \toprule
 report & claim & metric & theirs & ours & 95\% interval & MDE & verdict \\
@@ -94,6 +94,33 @@ def test_a_long_table_breaks_across_pages_with_its_header_repeated():
     [spec] = [t for s in paper_sections.SECTIONS for t in s.tables if t.name == "synthesis_verdicts"]
     assert spec.long
     assert paper_sections.table_fragment(spec, table, "90") == VERDICTS_FRAGMENT
+
+
+def test_a_lead_column_goes_on_its_own_line_above_each_row_and_never_squeezes_the_others():
+    table = pd.DataFrame(
+        {"claim_id": ["000.a-long-claim-id", "001.b"], "report": ["000", "001"], "metric": ["pass@1", "pass@16"],
+         "mde": [0.0188, float("nan")]}
+    )  # fmt: skip
+    columns = (latex.Column("metric", "metric", "text", width="X"), latex.Column("mde", "MDE"))
+    body = latex.long_table(
+        table, columns, "C.", "tab:x", group="report", lead=latex.Column("claim_id", "", "code")
+    )
+    rows = body[body.index(r"\endlastfoot") + len(r"\endlastfoot") + 1 : body.index(r"\end{xltabular}")]
+    assert rows == (
+        r"\multicolumn{2}{@{}l}{\texttt{000.\allowbreak{}a-long-claim-id}} \\*"
+        "\n"
+        r"pass@1 & 0.019 \\"
+        "\n"
+        r"\midrule"
+        "\n"
+        r"\multicolumn{2}{@{}l}{\texttt{001.\allowbreak{}b}} \\*"
+        "\n"
+        r"pass@16 & -- \\"
+        "\n"
+    )
+    [spec] = [t for s in paper_sections.SECTIONS for t in s.tables if t.name == "claims"]
+    assert spec.lead.key == "claim_id" and "claim_id" not in [c.key for c in spec.columns]
+    assert "claim_id" in paper_inputs.required_columns(spec)
 
 
 def test_an_older_paired_table_shows_the_columns_it_has():
@@ -524,10 +551,14 @@ def test_a_long_paired_table_breaks_across_pages():
     assert r"\begin{table}" in paper_sections.table_fragment(spec, pd.DataFrame(rows[:-1]), "05")
 
 
-def test_the_verdict_column_never_wraps():
-    [spec] = [t for s in paper_sections.SECTIONS for t in s.tables if t.name == "synthesis_verdicts"]
-    [verdict] = [c for c in spec.columns if c.key == "verdict"]
-    assert verdict.width is None and latex._spec(verdict) == "l"
+def test_the_verdict_column_keeps_a_category_on_one_line_and_wraps_a_long_verdict():
+    """A category ("inside noise", 12 characters, about 0.13 of the line at the table's size) fits the
+    column on one line; "same runs as <claim>" wraps inside it instead of pushing the table off the page."""
+    for name in ("synthesis_verdicts", "claims"):
+        [spec] = [t for s in paper_sections.SECTIONS for t in s.tables if t.name == name]
+        [verdict] = [c for c in spec.columns if c.key == "verdict"]
+        assert float(verdict.width) >= 0.16
+        assert latex._spec(verdict) == rf">{{\raggedright\arraybackslash}}p{{{verdict.width}\linewidth}}"
 
 
 def test_deviation_cells_without_a_value_print_a_dash():

@@ -157,13 +157,19 @@ def _header(columns: Sequence[Column]) -> str:
     return " & ".join(escape(c.header) for c in columns) + r" \\"
 
 
-def _rows(table: pd.DataFrame, columns: Sequence[Column], group: str | None) -> list[str]:
-    """One line per row of ``table``, with a ``\\midrule`` wherever the value of ``group`` changes."""
+def _rows(
+    table: pd.DataFrame, columns: Sequence[Column], group: str | None, lead: Column | None = None
+) -> list[str]:
+    """One line per row of ``table``, with a ``\\midrule`` wherever the value of ``group`` changes; with a
+    ``lead`` column, each row's ``lead`` cell on a line of its own across the table first (kept on the
+    row's page)."""
     lines, previous = [], None
     for row in table.to_dict("records"):
         if group is not None and previous is not None and row.get(group) != previous:
             lines.append(r"\midrule")
         previous = row.get(group) if group is not None else None
+        if lead is not None:
+            lines.append(rf"\multicolumn{{{len(columns)}}}{{@{{}}l}}{{{cell(row, lead)}}} \\*")
         lines.append(" & ".join(cell(row, c) for c in columns) + r" \\")
     return lines
 
@@ -179,10 +185,13 @@ def long_table(
     label: str,
     group: str | None = None,
     size: str = r"\small",
+    lead: Column | None = None,
 ) -> str:
     """``table`` as a booktabs ``xltabular`` across the line (an ``X`` column takes what the others leave)
     that breaks across pages, for a table longer than a page: the caption above, the header repeated on
-    every page, "continued" where it breaks; a ``\\midrule`` wherever the value of ``group`` changes."""
+    every page, "continued" where it breaks; a ``\\midrule`` wherever the value of ``group`` changes; with
+    ``lead``, each row's ``lead`` cell on a full-width line above it (a long name that would squeeze the
+    other columns)."""
     spec = "".join(_spec(c) for c in columns)
     n, header = len(columns), _header(columns)
     lines = [
@@ -194,7 +203,7 @@ def long_table(
         r"\toprule", header, r"\midrule", r"\endhead",
         r"\midrule", rf"\multicolumn{{{n}}}{{r}}{{\emph{{continued on the next page}}}} \\", r"\endfoot",
         r"\bottomrule", r"\endlastfoot",
-        *_rows(table, columns, group),
+        *_rows(table, columns, group, lead),
         r"\end{xltabular}", r"\endgroup",
     ]  # fmt: skip
     return "\n".join(lines) + "\n"

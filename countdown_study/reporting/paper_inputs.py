@@ -63,7 +63,8 @@ class Results:
 
 def required_columns(spec: TableSpec) -> list[str]:
     """The CSV columns a table must have: those its columns read, less the ones an older table may lack."""
-    keys = [key for column in spec.columns for key in column.csv_keys]
+    shown = (*spec.columns, spec.lead) if spec.lead is not None else spec.columns
+    keys = [key for column in shown for key in column.csv_keys]
     return [key for key in dict.fromkeys(keys) if key not in spec.optional]
 
 

@@ -116,11 +116,12 @@ def fitted_table(
     label: str,
     group: str | None = None,
     long: bool = False,
+    lead: Column | None = None,
 ) -> str:
-    """``table`` as a float, or as a ``long_table`` that breaks across pages when ``long`` or when it has
-    more than ``LONG_TABLE_ROWS`` rows."""
-    if long or len(table) > LONG_TABLE_ROWS:
-        return long_table(table, columns, caption, label, group=group)
+    """``table`` as a float, or as a ``long_table`` that breaks across pages when ``long``, when it has a
+    ``lead`` column (``TableSpec.lead``) or when it has more than ``LONG_TABLE_ROWS`` rows."""
+    if long or lead is not None or len(table) > LONG_TABLE_ROWS:
+        return long_table(table, columns, caption, label, group=group, lead=lead)
     return table_float(tabular(table, columns, group=group), caption, label)
 
 
@@ -129,7 +130,7 @@ def table_fragment(spec: TableSpec, table: pd.DataFrame, notebook: str) -> str:
     if spec.metrics is not None and "metric" in table:
         table = table[table["metric"].isin(spec.metrics)]
     columns, caption = present(table, spec.columns), f"{spec.caption} {source_note(notebook, spec.name)}"
-    return fitted_table(table, columns, caption, f"tab:{spec.name}", spec.group, spec.long)
+    return fitted_table(table, columns, caption, f"tab:{spec.name}", spec.group, spec.long, spec.lead)
 
 
 def section_labels(section: Section) -> list[str]:

@@ -49,6 +49,9 @@ class TableSpec:
     of more than ``LONG_TABLE_ROWS`` rows always is)."""
     optional: tuple[str, ...] = ()
     """CSV columns an older table may lack (its table shows the rest); every other column shown is required."""
+    lead: Column | None = None
+    """A column shown on a line of its own above each row, across the table (a long identifier that would
+    leave the other columns no room); the table is then a ``long_table``."""
     absent: str = ""
     """For a table its notebook writes only in some studies (``claims_seed_change``: with more than five
     training seeds): the sentence (LaTeX) the paper prints in its place where the notebook has run without

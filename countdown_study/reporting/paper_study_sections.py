@@ -157,7 +157,7 @@ SYNTHESIS = Section(
                 Column("our_diff", "ours", "signed"),
                 Column("ci", "95% interval", "interval"),
                 Column("mde", "MDE", "number"),
-                Column("verdict", "verdict", "text"),
+                Column("verdict", "verdict", "text", width="0.16"),
             ),
             "Every headline claim of the five reports: their difference on their model, ours on ours with its "
             "seed-aware interval and minimum detectable effect, and the verdict.",
@@ -185,8 +185,7 @@ SYNTHESIS = Section(
         TableSpec(
             "claims",
             (
-                Column("claim_id", "claim", "code", width="X"),
-                Column("metric", "metric", "text"),
+                Column("metric", "metric", "text", width="X"),
                 Column("report_a", "theirs a"),
                 Column("report_b", "b"),
                 Column("ours_a", "ours a"),
@@ -200,15 +199,15 @@ SYNTHESIS = Section(
             "the report's numbers on its model (Qwen2.5-0.5B SFT, one run), ours on ours (five training "
             "seeds), the interval of our difference, the MDE, the training seeds at which the MDE would reach "
             "the report's own difference, and the verdict; claims not tested give their reason in "
-            "\\texttt{results/tables/claims.csv}.",
+            "\\texttt{results/tables/claims.csv}. Each claim's id is on the line above its numbers.",
             group="report",
             long=True,
+            lead=Column("claim_id", "claim", "code"),
         ),
         TableSpec(
             "claims_seed_change",
             (
-                Column("claim_id", "claim", "code", width="X"),
-                Column("metric", "metric", "text"),
+                Column("metric", "metric", "text", width="X"),
                 Column("their_diff", "theirs", "signed"),
                 Column("ci_before", "95% interval, first 5", "interval"),
                 Column("mde_before", "MDE", "number"),
@@ -219,9 +218,11 @@ SYNTHESIS = Section(
             ),
             "The claim registry on the first five training seeds and on all of them: the report's own "
             "difference, our interval, MDE and verdict on each; \\texttt{moved} in "
-            "\\texttt{results/tables/claims\\_seed\\_change.csv} marks a claim whose verdict changed.",
+            "\\texttt{results/tables/claims\\_seed\\_change.csv} marks a claim whose verdict changed. Each "
+            "claim's id is on the line above its numbers.",
             group="report",
             long=True,
+            lead=Column("claim_id", "claim", "code"),
             absent="The study has no more than five training seeds, so the registry is not compared between "
             "five seeds and more (\\texttt{study.seed\\_change}).",
         ),
