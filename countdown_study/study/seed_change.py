@@ -16,10 +16,10 @@ from dataclasses import replace
 
 import pandas as pd
 
+from countdown_study.reporting.readme import category as verdict_category
 from countdown_study.study.claims import RegistryClaim, claims_table
 from countdown_study.study.methods import StudyResult
 from countdown_study.study.selection import selection_values
-from countdown_study.study.verdicts import SAME_RUNS
 
 FIRST_SEEDS = 5
 """How many training seeds the study first ran (0-4): the registry on them is ``first_seeds_change``'s
@@ -75,11 +75,6 @@ def their_diff(claims: pd.DataFrame) -> pd.Series:
     ``report_a - report_b``, or ``report_a`` for a row tested against zero (``b`` is ``AGAINST_ZERO``)."""
     against_zero = claims["b"] == AGAINST_ZERO
     return claims["report_a"] - claims["report_b"].where(~against_zero, 0.0)
-
-
-def verdict_category(verdict: str) -> str:
-    """A verdict's category: ``same runs as <claim_id>`` is ``same runs`` whichever claim it names."""
-    return "same runs" if verdict.startswith(SAME_RUNS) else verdict
 
 
 def mde_reaches(mde: pd.Series, effect: pd.Series) -> pd.Series:
