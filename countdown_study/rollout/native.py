@@ -12,6 +12,7 @@ generator (the same draws on any device) and then moved there.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -154,18 +155,27 @@ def _forward(
 
     ids, positions (B, T); attn_mask (B, 1, T, span) bool over the first ``span`` cache slots (at least
     start + T; unwritten slots masked); cache entries (B, K, S, D). Returns the last position's logits (B, V).
+
+    ``start`` as a one-element tensor is the static decode step (``StaticDecode``): one new token per row,
+    written at that slot by ``index_copy_``, attending over the whole cache (``attn_mask`` (B, 1, 1, S)), so
+    that every tensor keeps its shape from step to step and the step can be captured once as a CUDA graph.
     """
     batch, steps = ids.shape
     h, k, d = dec.heads, dec.kv_heads, dec.head_dim
-    end, span = start + steps, attn_mask.shape[-1]
+    static = isinstance(start, torch.Tensor)
+    span = attn_mask.shape[-1]
     cos, sin = dec.cos[positions][:, None], dec.sin[positions][:, None]  # (B, 1, T, D)
     x = dec.embed[ids]  # (B, T, C)
     for block, (key_cache, value_cache) in zip(dec.blocks, cache, strict=True):
         normed = F.rms_norm(x, (x.shape[-1],), block.ln1, dec.eps)
         qkv = F.linear(normed, block.w_qkv, block.b_qkv).view(batch, steps, h + 2 * k, d).transpose(1, 2)
         qk = _rotate(qkv[:, : h + k], cos, sin)  # (B, H + K, T, D)
-        key_cache[:, :, start:end] = qk[:, h:]
-        value_cache[:, :, start:end] = qkv[:, h + k :]
+        if static:
+            key_cache.index_copy_(2, start, qk[:, h:].to(key_cache.dtype))
+            value_cache.index_copy_(2, start, qkv[:, h + k :].to(value_cache.dtype))
+        else:
+            key_cache[:, :, start : start + steps] = qk[:, h:]
+            value_cache[:, :, start : start + steps] = qkv[:, h + k :]
         attn = _attention(
             qk[:, :h], key_cache[:, :, :span], value_cache[:, :, :span], attn_mask
         )  # (B, H, T, D)
@@ -213,9 +223,72 @@ def _compact_cache(cache, keep: torch.Tensor, filled: int) -> list[tuple[torch.T
     return compacted
 
 
+CUDA_GRAPHS_VARIABLE = "COUNTDOWN_STUDY_CUDA_GRAPHS"
+"""Set to ``0`` to decode eagerly on a CUDA device too (``use_static``)."""
+
+
+def use_static(device: torch.device) -> bool:
+    """Whether the native loop decodes with ``StaticDecode`` on ``device``: on CUDA, unless
+    ``CUDA_GRAPHS_VARIABLE`` is ``0``. On the CPU the eager loop, whose growing span and compacted batch
+    read less, is faster."""
+    return device.type == "cuda" and os.environ.get(CUDA_GRAPHS_VARIABLE, "1") != "0"
+
+
+class StaticDecode:
+    """The decode step at one batch shape, every input in a fixed buffer: the token and position of each row,
+    the slot written (one tensor), and the mask over the whole cache (a view of the loop's ``key_valid``, so
+    marking a slot filled shows through). On a CUDA device the step is captured once as a CUDA graph and
+    replayed for every token (one launch instead of a few hundred small kernels per token); elsewhere it runs
+    eagerly (the CPU tests of the same code). Rows are never compacted out: a finished row keeps its slot and
+    its outputs are not read."""
+
+    def __init__(
+        self, dec: _Decoder, cache: list[tuple[torch.Tensor, torch.Tensor]], key_valid: torch.Tensor
+    ):
+        batch, device = key_valid.shape[0], key_valid.device
+        self.dec, self.cache = dec, cache
+        self.ids = torch.zeros(batch, 1, dtype=torch.long, device=device)  # (B, 1)
+        self.positions = torch.zeros(batch, 1, dtype=torch.long, device=device)  # (B, 1)
+        self.slot = torch.zeros(1, dtype=torch.long, device=device)  # (1,)
+        self.mask = key_valid[:, None, None, :]  # (B, 1, 1, S) a view
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None
+
+    def _run(self) -> torch.Tensor:
+        return _forward(self.dec, self.cache, self.ids, self.positions, self.slot, self.mask)
+
+    def _capture(self) -> None:
+        """Warm up on a side stream (the warm-up writes this step's own keys and values: the replay writes
+        the same), then capture the step."""
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            self._run()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.logits = self._run()
+
+    def step(self, tokens: torch.Tensor, positions: torch.Tensor, slot: int) -> torch.Tensor:
+        """The logits (B, V) after feeding ``tokens`` (B,) at ``positions`` (B,) into cache slot ``slot``."""
+        self.ids.copy_(tokens[:, None])
+        self.positions.copy_(positions[:, None])
+        self.slot.fill_(slot)
+        if self.ids.device.type != "cuda":
+            return self._run()
+        if self.graph is None:
+            self._capture()
+        self.graph.replay()
+        return self.logits
+
+
 @torch.no_grad()
-def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, seed, pad_id):
-    """Raw completions and behaviour log-probs from the native decode loop."""
+def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, seed, pad_id, static=None):
+    """Raw completions and behaviour log-probs from the native decode loop.
+
+    ``static``: decode with the static step (``StaticDecode``: fixed shapes, no compaction,
+    captured once as a CUDA graph on a GPU); None chooses it on a CUDA device unless
+    ``COUNTDOWN_STUDY_CUDA_GRAPHS=0`` (``use_static``), the eager loop elsewhere."""
     device = model_device(model)
     ids, mask = left_pad(prompt_ids, pad_id, device)  # (P, L)
     num, width, new = len(prompt_ids) * group_size, ids.shape[1], config.max_new_tokens
@@ -235,6 +308,9 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
     out_logprobs = torch.zeros(num, new, device=device)  # (N, new)
     lengths = torch.zeros(num, dtype=torch.long, device=device)  # (N,)
     generator = torch.Generator(device=HOST).manual_seed(seed)  # on the host: the same draws on every device
+    graph = (
+        StaticDecode(dec, cache, key_valid) if (use_static(device) if static is None else static) else None
+    )
     for step in range(new):
         # One uniform per sample and step: a sample's draws do not depend on when other samples stop.
         uniforms = torch.rand(num, generator=generator, dtype=torch.float64, device=HOST).to(device)[rows]
@@ -246,15 +322,18 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
         live &= ~stopper.done(tokens, rows, live)
         if step == new - 1 or not live.any():
             break
-        if live.sum() <= COMPACT_FRACTION * len(live):
+        if graph is None and live.sum() <= COMPACT_FRACTION * len(live):
             keep = live.nonzero().flatten()  # (B',)
             cache = _compact_cache(cache, keep, width + step)
             key_valid, next_pos, rows, tokens = key_valid[keep], next_pos[keep], rows[keep], tokens[keep]
             live = torch.ones(len(keep), dtype=torch.bool, device=device)
         slot = width + step
         key_valid[:, slot] = True
-        attn_mask = key_valid[:, None, None, : slot + 1]  # (B, 1, 1, span) the filled slots
-        logits = _forward(dec, cache, tokens[:, None], next_pos[:, None], slot, attn_mask)
+        if graph is None:
+            attn_mask = key_valid[:, None, None, : slot + 1]  # (B, 1, 1, span) the filled slots
+            logits = _forward(dec, cache, tokens[:, None], next_pos[:, None], slot, attn_mask)
+        else:
+            logits = graph.step(tokens, next_pos, slot)
         next_pos = next_pos + 1
     out_tokens, out_logprobs, lengths = out_tokens.to(HOST), out_logprobs.to(HOST), lengths.to(HOST)
     completions = [out_tokens[i, : lengths[i]].tolist() for i in range(num)]
