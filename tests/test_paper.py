@@ -15,7 +15,14 @@ import pytest
 from countdown_study.cli import main
 from countdown_study.cli import paper as cli_paper
 from countdown_study.paths import paper_dir, results_dir
-from countdown_study.reporting import latex, paper, paper_inputs, paper_prose, paper_sections
+from countdown_study.reporting import (
+    latex,
+    paper,
+    paper_inputs,
+    paper_prose,
+    paper_provenance,
+    paper_sections,
+)
 from countdown_study.reporting.deviations import deviations
 
 # ----------------------------------------------------------------------------------------------------
@@ -628,3 +635,13 @@ def test_a_small_preset_pdf_of_what_exists(tmp_path, paper_copy, monkeypatch):
     assert pdf.read_bytes().startswith(b"%PDF")
     assert paper.undefined_references((pdf.with_suffix(".log")).read_text()) == []
     assert not (paper_copy / "build" / "main.pdf").exists()
+
+
+def test_the_seed_count_macro_counts_the_training_seeds_behind_every_table():
+    metas = {
+        "a": {"runs": [{"seed": 0}, {"seed": 1}]},
+        "b": {"runs": [{"seed": 1}, {"seed": 4}, {"seed": None}]},
+    }
+    macros = paper_provenance.provenance(metas)
+    assert (macros["ResultsSeeds"], macros["ResultsSeedCount"]) == ("0, 1, 4", "3")
+    assert paper_provenance.provenance({"a": {"runs": []}})["ResultsSeedCount"] == "--"

@@ -25,7 +25,8 @@ def _seeds(metas) -> set[int]:
 
 
 def provenance(metas: Mapping[str, Mapping]) -> dict[str, str]:
-    """Macros of where the results came from, over every table: git SHAs, seeds, presets, latest date."""
+    """Macros of where the results came from, over every table: git SHAs, seeds and their count, presets,
+    latest date."""
     values = list(metas.values())
     shas = {_sha(m, "-dirty") for m in values if m.get("git_sha")}
     presets = {str(m["preset"]) for m in values if m.get("preset")}
@@ -33,6 +34,7 @@ def provenance(metas: Mapping[str, Mapping]) -> dict[str, str]:
     return {
         "ResultsGitSha": escape(", ".join(sorted(shas)) or MISSING),
         "ResultsSeeds": seed_list(sorted(_seeds(values))),
+        "ResultsSeedCount": str(len(_seeds(values))) if _seeds(values) else MISSING,
         "ResultsPreset": escape(", ".join(sorted(presets)) or MISSING),
         "ResultsWritten": escape(written or MISSING),
     }

@@ -124,7 +124,7 @@ REPORT_002 = Section(
                 Column("their_diff", "theirs", "signed"),
                 Column("their", "their 95% interval", "interval"),
             ),
-            "Report 002's Table 4 redone: ours with the seed-aware interval (five training seeds), theirs a "
+            "Report 002's Table 4 redone: ours with the seed-aware interval (\\ResultsSeedCount{} training seeds), theirs a "
             "paired bootstrap over their 50 problems from single runs (training seed fixed).",
         ),
     ),

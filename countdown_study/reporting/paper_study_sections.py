@@ -196,7 +196,7 @@ SYNTHESIS = Section(
                 Column("verdict", "verdict", "text", width="0.16"),
             ),
             "The claim registry: every quantitative claim of the five reports (\\texttt{study/claims\\_registry.csv}), "
-            "the report's numbers on its model (Qwen2.5-0.5B SFT, one run), ours on ours (five training "
+            "the report's numbers on its model (Qwen2.5-0.5B SFT, one run), ours on ours (\\ResultsSeedCount{} training "
             "seeds), the interval of our difference, the MDE, the training seeds at which the MDE would reach "
             "the report's own difference, and the verdict; claims not tested give their reason in "
             "\\texttt{results/tables/claims.csv}. Each claim's id is on the line above its numbers.",
