@@ -209,6 +209,9 @@ def test_verdicts_by_size_say_where_a_verdict_changes(paired):
     assert row["embedded"] == "holds" and row["small"] != "holds" and not row["same_at_every_size"]
     same = verdicts["small"] == verdicts["embedded"]
     assert (verdicts["same_at_every_size"] == same).all()
+    alone = scale.verdicts_by_size(paired[paired["size"] == "embedded"])
+    assert list(alone.columns) == ["report", "claim", "metric", "embedded", "same_at_every_size"]
+    assert alone["same_at_every_size"].isna().all()  # one size: nothing to compare
 
 
 def test_the_summary_has_every_row_at_every_size(results):

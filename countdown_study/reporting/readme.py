@@ -158,9 +158,13 @@ def _difference(row: pd.Series | None) -> str:
     return f"{_signed(row['diff'])} [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]{verdict}"
 
 
+def _yes(value: object) -> str:
+    return "yes" if is_true(value) else "no"
+
+
 def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
     """Markdown lines: each claim of ``scale_verdicts`` with its verdict at each size and ``yes``/``no``
-    for the same verdict at every size."""
+    for the same verdict at every size (``-`` while one size alone has run)."""
     sizes = scale_sizes(verdicts)
     lines = [
         "| claim | metric | " + " | ".join(sizes) + " | same at every size |",
@@ -168,9 +172,8 @@ def verdict_lines(verdicts: pd.DataFrame) -> list[str]:
     ]
     for _, row in verdicts.iterrows():
         cells = [_text(row[c]) for c in ("claim", "metric", *sizes)]
-        lines.append(
-            "| " + " | ".join(cells) + f" | {'yes' if is_true(row['same_at_every_size']) else 'no'} |"
-        )
+        same = row["same_at_every_size"]
+        lines.append("| " + " | ".join(cells) + f" | {_text(same) if is_missing(same) else _yes(same)} |")
     return lines
 
 

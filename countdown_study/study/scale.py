@@ -304,12 +304,15 @@ def claim_row(
 
 def verdicts_by_size(paired: pd.DataFrame) -> pd.DataFrame:
     """One row per claim of ``scale_paired``: its report, claim and metric, the verdict at each size (a
-    column per size, smallest first) and ``same_at_every_size``."""
+    column per size, smallest first) and ``same_at_every_size`` (empty while one size alone has run: there
+    is nothing to compare)."""
     keys = ["report", "claim", "metric"]
     wide = paired.pivot_table(index=keys, columns="size", values="verdict", aggfunc="first")
     order = list(dict.fromkeys(zip(*(paired[k] for k in keys), strict=True)))  # the claims' order
     wide = wide.reindex(pd.MultiIndex.from_tuples(order, names=keys))[list(dict.fromkeys(paired["size"]))]
-    wide["same_at_every_size"] = wide.nunique(axis=1, dropna=False) == 1
+    sizes = len(wide.columns)
+    same = (wide.nunique(axis=1, dropna=False) == 1).astype("boolean")
+    wide["same_at_every_size"] = same if sizes > 1 else pd.Series(pd.NA, index=wide.index, dtype="boolean")
     wide.columns.name = None
     return wide.reset_index()
 
