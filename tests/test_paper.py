@@ -462,7 +462,7 @@ def test_every_committed_table_the_paper_needs_passes_its_checks():
     results = paper_inputs.load_results(
         COMMITTED / "tables", COMMITTED / "figures", COMMITTED / "executed", paper.cited_rows()
     )
-    assert results.not_run <= {"09"}  # notebook 09's full-preset results are not committed yet
+    assert results.not_run == frozenset()
     assert {"baselines_paired", "synthesis_verdicts", "curricula_000_deviations"} <= set(results.tables)
 
 

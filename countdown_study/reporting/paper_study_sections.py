@@ -132,7 +132,6 @@ SCALE = Section(
             "The wall seconds of one run of each row at each size (mean over its runs, with the s.d. over "
             "training seeds), from each run's record.",
             group="size",
-            long=True,
         ),
     ),
     (
