@@ -161,7 +161,7 @@ def step_config(scale: Scale, args: argparse.Namespace) -> TrainConfig:
         prompts_per_step=scale.prompts, group_size=scale.group_size, micro_batch=args.micro_batch,
         attention="sdpa", lr=1e-5, loss=RLOOConfig(kl_coef=0.001, entropy_coef=0.001), seed=args.seed,
         sampling=SamplingConfig(max_new_tokens=scale.new_tokens, dtype="bfloat16"),
-        logprob_chunk=args.logprob_chunk, device=args.device,
+        logprob_chunk=args.logprob_chunk, device=args.device, gradient_checkpointing=args.gradient_checkpointing,
     )  # fmt: skip
 
 
@@ -413,6 +413,10 @@ def main() -> int:
     parser.add_argument("--engines", default="native,hf,vllm", help="comma-separated rollout engines")
     parser.add_argument("--full-logits", action="store_true", help="also time an update without chunking")
     parser.add_argument("--no-trl", action="store_true", help="skip TRL's RLOOTrainer")
+    parser.add_argument(
+        "--gradient-checkpointing", action="store_true",
+        help="the package's update with its layers' activations recomputed (TrainConfig.gradient_checkpointing)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--out", type=Path, default=None, help=f"JSON output (default {RESULTS}; --tiny: none)"

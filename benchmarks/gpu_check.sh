@@ -7,7 +7,8 @@
 #   2. bench_gpu.py at Qwen2.5-0.5B's shape: the native engine (decode captured as a CUDA graph) and hf and,
 #      where trl is installed, TRL's RLOOTrainer, one warm-up and one timed step each, with the FLOP floor
 #      beside each time (limit 190 s); then the native engine decoding eagerly (COUNTDOWN_STUDY_CUDA_GRAPHS=0)
-#      beside it (limit 80 s);
+#      with its update's activations recomputed (--gradient-checkpointing): sampling and update each beside
+#      the first run's (limit 80 s);
 #   3. bench_packed_grid.py: the quick preset's uniform RLOO row at 8 seeds on cuda, trained by the local
 #      executor at 8, 4 and 1 runs per GPU, printing runs per hour for each (limit 210 s; results are written
 #      after each K, highest K first, so a cut-short run keeps the packed figures).
@@ -44,8 +45,9 @@ part "GPU tests" 100 python -m pytest -q -x tests/test_gpu.py tests/test_device_
     tests/test_static_decode.py
 part "bench_gpu.py" 190 python benchmarks/bench_gpu.py --warmup 1 --steps 1 --engines native,hf \
     --out "$OUT/gpu_step.json"
-part "bench_gpu.py, eager decode" 80 env COUNTDOWN_STUDY_CUDA_GRAPHS=0 python benchmarks/bench_gpu.py --warmup 1 \
-    --steps 1 --engines native --no-trl --out "$OUT/gpu_step_eager.json"
+part "bench_gpu.py, eager decode, checkpointed update" 80 env COUNTDOWN_STUDY_CUDA_GRAPHS=0 \
+    python benchmarks/bench_gpu.py --warmup 1 --steps 1 --engines native --no-trl --gradient-checkpointing \
+    --out "$OUT/gpu_step_eager.json"
 part "packed grid" 210 python benchmarks/bench_packed_grid.py --preset quick --runs 8 --runs-per-gpu 8,4,1 \
     --device cuda --out "$OUT/packed_grid.json"
 

@@ -10,7 +10,9 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.rollout import Rollouts, chunked_token_logprobs, sequence_logprobs
+from countdown_study.runs.files import canonical_json
 from countdown_study.training.loop import TrainConfig, policy_update
+from countdown_study.training.rloo import is_checkpointing
 
 VOCAB = 1000
 
@@ -143,6 +145,37 @@ def test_an_update_with_chunked_logprobs_is_the_full_logits_update():
     assert torch.allclose(weights[0], weights[1], rtol=0, atol=1e-6)
     for key in ("loss", "kl", "entropy", "ratio_mean"):
         assert stats[1][key] == pytest.approx(stats[0][key], rel=1e-6, abs=1e-7), key
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_an_update_with_gradient_checkpointing_is_the_plain_update(autocast):
+    """The layers' activations recomputed in the backward pass: the same weights after the step (exactly in
+    float32; to bf16 rounding under autocast) and the same statistics; the run id is unchanged while off."""
+    prompts, completions = batch()
+    completions[2] = [5]
+    rollouts = Rollouts(
+        prompts=["a", "b"], group_size=3, prompt_ids=[prompts[0], prompts[3]], completion_ids=completions,
+        texts=[""] * 6, logprobs=[torch.full((len(c),), -7.0) for c in completions],
+    )  # fmt: skip
+    advantages = torch.tensor([[0.5, -1.0, 0.5], [1.0, 0.2, -1.2]])
+    loss = RLOOConfig(kl_coef=0.05, entropy_coef=0.01)
+    weights, stats, flags = [], [], []
+    for checkpointing in (False, True):
+        model, ref_model = wide_model(), wide_model(seed=1)
+        config = TrainConfig(
+            micro_batch=4, autocast=autocast, loss=loss, gradient_checkpointing=checkpointing
+        )
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        stats.append(policy_update(model, ref_model, optimizer, rollouts, advantages, config))
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+        flags.append(is_checkpointing(model))
+    assert flags == [False, True]
+    assert not torch.equal(weights[0], torch.cat([p.flatten() for p in wide_model().parameters()]))
+    assert torch.allclose(weights[0], weights[1], rtol=0, atol=0 if not autocast else 1e-6)
+    for key in ("loss", "kl", "entropy", "ratio_mean"):
+        assert stats[1][key] == pytest.approx(stats[0][key], rel=1e-6, abs=1e-7), key
+    assert "gradient_checkpointing" not in canonical_json(TrainConfig())
+    assert "gradient_checkpointing" in canonical_json(TrainConfig(gradient_checkpointing=True))
 
 
 def test_chunked_logprobs_refuse_unknown_architectures_and_negative_chunks():

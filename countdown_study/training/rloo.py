@@ -64,6 +64,24 @@ def length_grouped(lengths: Sequence[int], size: int) -> list[list[int]]:
     return [order[start : start + size] for start in range(0, len(order), size)]
 
 
+def is_checkpointing(model) -> bool:
+    """Whether ``model``'s decoder layers recompute their activations in the backward pass."""
+    if hasattr(model, "activation_checkpointing_enable"):
+        return bool(model.is_activation_checkpointing)
+    return bool(model.is_gradient_checkpointing)
+
+
+def enable_checkpointing(model) -> None:
+    """Turn on non-reentrant activation checkpointing of ``model``'s decoder layers, once: transformers'
+    ``activation_checkpointing_enable`` where it has it (newer than 5.16), else ``gradient_checkpointing_enable``."""
+    if is_checkpointing(model):
+        return
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
 def policy_update(
     model,
     ref_model,
@@ -73,7 +91,10 @@ def policy_update(
     config: TrainConfig,
     extra_losses: Sequence[tuple[str, torch.Tensor]] = (),
 ) -> dict[str, float]:
-    """Accumulate the RLOO loss over length-grouped micro-batches of the P * G sequences, clip, step."""
+    """Accumulate the RLOO loss over length-grouped micro-batches of the P * G sequences, clip, step (with
+    ``config.gradient_checkpointing``, the layers' activations recomputed in the backward pass)."""
+    if config.gradient_checkpointing:
+        enable_checkpointing(model)
     model.train()
     device = model_device(model)
     flat_adv = advantages.reshape(-1).to(device)  # (N,)

@@ -100,6 +100,13 @@ class TrainConfig(RunConfig):
     one full-logits forward per micro-batch, as before; the embedded model's 31-token vocabulary needs
     none."""
 
+    gradient_checkpointing: bool = field(default=False, metadata=OMIT_AT_DEFAULT)
+    """Recompute each decoder layer's activations in the update's backward pass instead of keeping them
+    (transformers' gradient checkpointing, non-reentrant): the update then holds one layer's activations at a
+    time rather than every layer's, for about one more forward pass of time; the same gradients. Meant for
+    large models on a GPU (at Qwen2.5-0.5B's shape an update of micro-batches of 64 peaked at 51 GiB); off
+    by default, and left out of a run's id while off."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.group_size < 2:
