@@ -268,6 +268,35 @@ REPORT_004 = Section(
             "zero. Where no task was solved under any seed, the MDE column is the smallest per-task rate that "
             "would have shown one (Clopper-Pearson bound).",
         ),
+        TableSpec(
+            "adsc_004_ood_targets",
+            (METHOD_COLUMN, *metric_columns("pass@1", "pass@16", "mean_score")),
+            "The second out-of-distribution set, on which uniform RLOO scores above the floor: 200 tasks of 3 "
+            "and 4 numbers with targets 101-200, above the training range.",
+        ),
+        verdict_spec(
+            "adsc_004_ood_targets_paired",
+            "Each router row against uniform RLOO on the above-floor OOD set (no report claim: the verdicts "
+            "only order the rows).",
+            metrics=("pass@1", "pass@16"),
+        ),
+        TableSpec(
+            "adsc_004_teacher_quality",
+            (
+                Column("tier", "tier", "text"),
+                Column("source", "source", "text"),
+                Column("proposals", "proposed", "count"),
+                Column("acceptance", "accepted share", digits=2),
+                Column("target_median", "median target", digits=0),
+                Column("number_mean", "mean number", digits=1),
+                Column("three_number_share", "3-number share", digits=2),
+                Column("solutions_median", "median solutions", digits=0),
+            ),
+            "What the teacher (a 3.4M copy of the embedded policy trained by the package, not the report's "
+            "instructed 8B model) proposes per tier, beside the rule-based generator asked for as many "
+            "accepted tasks and the training pool's own tasks of the tier.",
+            group="tier",
+        ),
     ),
     (
         FigureSpec("adsc_004_router_state", "The router's arm probabilities and values Q over training."),
