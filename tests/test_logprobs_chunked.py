@@ -125,15 +125,21 @@ def test_chunked_token_logprobs_of_given_hidden_states():
     assert logprobs.requires_grad and entropy.requires_grad
 
 
-def test_an_update_with_chunked_logprobs_is_the_full_logits_update():
+def update_batch() -> tuple[Rollouts, torch.Tensor, RLOOConfig]:
+    """Two prompts x three samples of ``batch()`` (every sequence with a completion token), their advantages
+    and a loss with KL and entropy terms: the input of the update tests."""
     prompts, completions = batch()
-    completions[2] = [5]  # the update's sequences all have a completion token
+    completions[2] = [5]
     rollouts = Rollouts(
         prompts=["a", "b"], group_size=3, prompt_ids=[prompts[0], prompts[3]], completion_ids=completions,
         texts=[""] * 6, logprobs=[torch.full((len(c),), -7.0) for c in completions],
     )  # fmt: skip
     advantages = torch.tensor([[0.5, -1.0, 0.5], [1.0, 0.2, -1.2]])
-    loss = RLOOConfig(kl_coef=0.05, entropy_coef=0.01)
+    return rollouts, advantages, RLOOConfig(kl_coef=0.05, entropy_coef=0.01)
+
+
+def test_an_update_with_chunked_logprobs_is_the_full_logits_update():
+    rollouts, advantages, loss = update_batch()
     weights, stats = [], []
     for chunk in (0, 5):
         model, ref_model = wide_model(), wide_model(seed=1)
@@ -151,14 +157,7 @@ def test_an_update_with_chunked_logprobs_is_the_full_logits_update():
 def test_an_update_with_gradient_checkpointing_is_the_plain_update(autocast):
     """The layers' activations recomputed in the backward pass: the same weights after the step (exactly in
     float32; to bf16 rounding under autocast) and the same statistics; the run id is unchanged while off."""
-    prompts, completions = batch()
-    completions[2] = [5]
-    rollouts = Rollouts(
-        prompts=["a", "b"], group_size=3, prompt_ids=[prompts[0], prompts[3]], completion_ids=completions,
-        texts=[""] * 6, logprobs=[torch.full((len(c),), -7.0) for c in completions],
-    )  # fmt: skip
-    advantages = torch.tensor([[0.5, -1.0, 0.5], [1.0, 0.2, -1.2]])
-    loss = RLOOConfig(kl_coef=0.05, entropy_coef=0.01)
+    rollouts, advantages, loss = update_batch()
     weights, stats, flags = [], [], []
     for checkpointing in (False, True):
         model, ref_model = wide_model(), wide_model(seed=1)
