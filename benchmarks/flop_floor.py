@@ -93,10 +93,18 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_rate(device: torch.device, m: int, k: int, n: int, min_seconds: float = 0.5) -> float:
-    """bf16 FLOP/s of ``(m, k) @ (k, n)`` on ``device``, repeated ``min_seconds`` or more after a warm-up."""
-    a = torch.randn(m, k, dtype=torch.bfloat16, device=device)
-    b = torch.randn(k, n, dtype=torch.bfloat16, device=device)
+def matmul_rate(
+    device: torch.device,
+    m: int,
+    k: int,
+    n: int,
+    min_seconds: float = 0.5,
+    dtype: torch.dtype = torch.bfloat16,
+) -> float:
+    """FLOP/s of ``(m, k) @ (k, n)`` in ``dtype`` (default bf16) on ``device``, repeated ``min_seconds`` or
+    more after a warm-up."""
+    a = torch.randn(m, k, dtype=dtype, device=device)
+    b = torch.randn(k, n, dtype=dtype, device=device)
     for _ in range(3):
         a @ b
     _synchronize(device)

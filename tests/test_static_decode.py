@@ -1,6 +1,7 @@
 """The native engine's static decode step (``rollout.native.StaticDecode``): fixed shapes, the slot written
 by ``index_copy_``, attention over the whole cache. On the CPU it runs eagerly and must draw exactly the
 eager loop's completions; on a CUDA device it is captured once as a CUDA graph (tested where there is one).
+The eager loop's caches are left unwritten beyond the filled slots; it must never read one.
 """
 
 import pytest
@@ -38,6 +39,36 @@ def test_the_static_step_draws_the_eager_loops_completions_on_the_cpu(
     assert len({len(ids) for ids in eager.completion_ids}) > 1  # some rows finished before others
     for a, b in zip(static.logprobs, eager.logprobs, strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-5)
+
+
+def test_the_eager_loop_never_reads_an_unwritten_cache_slot(tokenizer, monkeypatch):
+    """The eager loop's caches come from ``torch.empty``: filling every slot it has not written yet with
+    NaN (after the prompts are shared and after each compaction) leaves every draw and log-prob as it was."""
+    model = build_model(tokenizer, SMALL, seed=0).eval()
+    config = SamplingConfig(max_new_tokens=40, stop_at_answer=False)
+    plain = draws(model, tokenizer, config, False, monkeypatch)
+    share, compact, poisoned = native._share_prompt_cache, native._compact_cache, []
+
+    def poison(cache, filled):
+        for pair in cache:
+            for tensor in pair:
+                tensor[:, :, filled:] = float("nan")
+        poisoned.append(filled)
+        return cache
+
+    monkeypatch.setattr(
+        native,
+        "_share_prompt_cache",
+        lambda cache, g, width, length, zeroed: poison(share(cache, g, width, length, zeroed), width),
+    )
+    monkeypatch.setattr(
+        native, "_compact_cache", lambda cache, keep, filled: poison(compact(cache, keep, filled), filled)
+    )
+    nan_filled = draws(model, tokenizer, config, False, monkeypatch)
+    assert len(poisoned) >= 2  # the shared prompt cache and at least one compaction
+    assert nan_filled.completion_ids == plain.completion_ids
+    for a, b in zip(nan_filled.logprobs, plain.logprobs, strict=True):
+        assert torch.equal(a, b)
 
 
 def test_the_static_step_is_chosen_on_cuda_only_and_can_be_turned_off(monkeypatch):

@@ -202,23 +202,51 @@ CACHE_DTYPE = torch.float32
 prefix view is copied by the batched matmul first), and float32 keeps decode attention exact."""
 
 
-def _new_cache(dec: _Decoder, batch: int, length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """One preallocated (keys, values) pair per layer: (B, K, S, D) each, ``CACHE_DTYPE``."""
-    shape = (batch, dec.kv_heads, length, dec.head_dim)
+def _prompt_cache(dec: _Decoder, prompts: int, width: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """One (keys, values) pair per layer for the prefill of ``prompts`` prompts ``width`` tokens wide:
+    (P, K, width, D) each, ``CACHE_DTYPE``, unwritten (the prefill writes every slot)."""
+    shape = (prompts, dec.kv_heads, width, dec.head_dim)
     return [
-        (dec.embed.new_zeros(shape, dtype=CACHE_DTYPE), dec.embed.new_zeros(shape, dtype=CACHE_DTYPE))
+        (dec.embed.new_empty(shape, dtype=CACHE_DTYPE), dec.embed.new_empty(shape, dtype=CACHE_DTYPE))
         for _ in dec.blocks
     ]
 
 
+def _share_prompt_cache(
+    prompt_cache, group_size: int, width: int, length: int, zeroed: bool
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The decode cache of P prompts x G samples: each prompt's ``width`` prefilled slots copied to its G
+    rows of a new (P*G, K, length, D) cache, nothing else written.
+
+    ``zeroed=False`` leaves the other slots unwritten (``torch.empty``): the eager loop attends only over
+    the filled prefix ``[:span]`` and writes each slot before a query reads it, so a page of the cache is
+    touched only when decoding reaches it (on the CPU, zeroing and copying whole caches of ~250 MB per
+    batch cost ~20% of an evaluation). The static step attends over the whole cache: its unwritten slots
+    must be finite under their zero attention weights, so it asks for zeros."""
+    prompts, kv_heads, _, dim = prompt_cache[0][0].shape
+    shared = []
+    for pair in prompt_cache:
+        new_pair = []
+        for old in pair:
+            new = old.new_zeros if zeroed else old.new_empty
+            big = new((prompts * group_size, kv_heads, length, dim))
+            big.view(prompts, group_size, kv_heads, length, dim)[:, :, :, :width].copy_(
+                old[:, None, :, :width]
+            )
+            new_pair.append(big)
+        shared.append(tuple(new_pair))
+    return shared
+
+
 def _compact_cache(cache, keep: torch.Tensor, filled: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Keep only batch rows ``keep`` (B',), copying just the ``filled`` slots in use: (B, K, S, D) -> (B', K, S, D)."""
+    """Keep only batch rows ``keep`` (B',), copying just the ``filled`` slots in use: (B, K, S, D) -> (B', K, S, D).
+
+    The slots from ``filled`` on are left unwritten (the eager loop writes each before reading it)."""
     compacted = []
     for pair in cache:
         new_pair = tuple(t.new_empty((len(keep), *t.shape[1:])) for t in pair)
         for old, new in zip(pair, new_pair, strict=True):
             torch.index_select(old[:, :, :filled], 0, keep, out=new[:, :, :filled])
-            new[:, :, filled:].zero_()  # masked slots still meet zero attention weights: keep them finite
         compacted.append(new_pair)
     return compacted
 
@@ -294,10 +322,11 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
     num, width, new = len(prompt_ids) * group_size, ids.shape[1], config.max_new_tokens
     length = width + new - 1  # the last sampled token is never fed back
     dec = _decoder_weights(model, DTYPES[config.dtype], max(length, 1))
-    cache = _new_cache(dec, len(prompt_ids), length)
+    static = use_static(device) if static is None else static
+    cache = _prompt_cache(dec, len(prompt_ids), width)
     logits = _forward(dec, cache, ids, positions_from_mask(mask), 0, _prefill_mask(mask))  # (P, V)
     # Each prompt was encoded once; its G samples share copies of its cache.
-    cache = [(kc.repeat_interleave(group_size, 0), vc.repeat_interleave(group_size, 0)) for kc, vc in cache]
+    cache = _share_prompt_cache(cache, group_size, width, length, zeroed=static)
     logits = logits.repeat_interleave(group_size, 0)  # (N, V)
     key_valid = torch.zeros(num, length, dtype=torch.bool, device=device)  # (N, S) written, non-pad slots
     key_valid[:, :width] = mask.repeat_interleave(group_size, 0)
@@ -308,9 +337,7 @@ def _sample_native(model, stopper: _Stopper, prompt_ids, group_size, config, see
     out_logprobs = torch.zeros(num, new, device=device)  # (N, new)
     lengths = torch.zeros(num, dtype=torch.long, device=device)  # (N,)
     generator = torch.Generator(device=HOST).manual_seed(seed)  # on the host: the same draws on every device
-    graph = (
-        StaticDecode(dec, cache, key_valid) if (use_static(device) if static is None else static) else None
-    )
+    graph = StaticDecode(dec, cache, key_valid) if static else None
     for step in range(new):
         # One uniform per sample and step: a sample's draws do not depend on when other samples stop.
         uniforms = torch.rand(num, generator=generator, dtype=torch.float64, device=HOST).to(device)[rows]
