@@ -2,6 +2,7 @@
 imports no torch."""
 
 import argparse
+import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -227,12 +228,11 @@ def test_eval_sampling_options_reach_the_config():
     assert cli_eval.sampling_from_args(given) == expected
 
 
-def _run_folder(root, run_id, dirty, finished=True):
+def _run_folder(root, run_id, dirty, finished=True, environment=None):
     folder = root / run_id
     folder.mkdir(parents=True)
-    (folder / "provenance.json").write_text(
-        f'{{"git_sha": "abcdef1234567890", "git_dirty": {str(dirty).lower()}}}'
-    )
+    record = {"git_sha": "abcdef1234567890", "git_dirty": dirty, **(environment or {})}
+    (folder / "provenance.json").write_text(json.dumps(record))
     if finished:
         (folder / "DONE").write_text("")
     return folder
@@ -258,3 +258,30 @@ def test_runs_retire_moves_only_finished_dirty_runs(capsys, tmp_path):
         f"countdown-study runs: error: already retired under {tmp_path / 'runs.retired'}: rloo-dirty"
     )
     assert (root / "rloo-dirty").is_dir()
+
+
+def test_runs_retire_other_environment_moves_runs_whose_recorded_environment_differs(capsys, tmp_path):
+    """A run is moved when a key both it and this process record differs; a record that predates a key
+    (here the CPU capability) is no evidence of another environment."""
+    from countdown_study.runs.provenance import environment
+
+    here = environment()
+    older = {**here["packages"], "transformers": "0.0.1"}
+    root = tmp_path / "runs"
+    _run_folder(root, "rloo-here", dirty=False, environment=here)
+    _run_folder(root, "rloo-older", dirty=False, environment={**here, "packages": older})
+    _run_folder(root, "rloo-unrecorded", dirty=False, environment={"packages": here["packages"]})
+    _run_folder(root, "rloo-dirty", dirty=True, environment=here)
+    assert main(["runs", "retire", "--other-environment", "--dry-run", "--root", str(root)]) == 0
+    current = here["packages"]["transformers"]
+    assert capsys.readouterr().out.splitlines() == [
+        f"would retire rloo-older (made in another environment: transformers: 0.0.1 vs {current})",
+        "1 finished runs made in another environment would be moved",
+    ]
+    assert main(["runs", "retire", "--dirty", "--other-environment", "--root", str(root)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"2 finished runs made from a dirty tree or in another environment moved to {tmp_path / 'runs.retired'}"
+    )
+    assert sorted(p.name for p in root.iterdir()) == ["rloo-here", "rloo-unrecorded"]
+    assert main(["runs", "retire", "--root", str(root)]) == 2
+    assert "needs --dirty, --other-environment or both" in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """``countdown-study runs``: check the run store (``verify``: every finished run against its recorded
 checksums), say how far the study grid has come (``status``: the notebooks' planned runs, finished,
-started or waiting, at a preset), or set aside the finished runs made from a dirty tree (``retire --dirty``:
-moved out of the store, so that the next ``countdown-study run`` trains them again from a clean commit)."""
+started or waiting, at a preset), or set aside the finished runs made from a dirty tree or in another
+environment than this one (``retire --dirty``, ``retire --other-environment``: moved out of the store, so that
+the next ``countdown-study run`` trains them again from a clean commit, here)."""
 
 from __future__ import annotations
 
@@ -37,12 +38,18 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "CPU threads per run), as countdown-study run --executor local --runs-per-gpu K would (default: not)",
     )  # fmt: skip
     retire = actions.add_parser(
-        "retire", help="move the finished runs made from a dirty tree out of the store",
-        description="Move every finished run whose provenance records uncommitted code changes (git_dirty) "
-        "out of the store into ROOT.retired/, so that the notebooks train it again under the same run id "
-        "from a clean commit; one line per run, then the count.",
+        "retire", help="move the finished runs made from a dirty tree or in another environment out of the store",
+        description="Move every finished run whose provenance records uncommitted code changes (--dirty: "
+        "git_dirty) or another environment than this process's (--other-environment: a package version, the "
+        "Python version or the CPU capability that both record differs) out of the store into ROOT.retired/, "
+        "so that the notebooks train it again under the same run id from a clean commit in this environment; "
+        "one line per run with the reason, then the count.",
     )  # fmt: skip
-    retire.add_argument("--dirty", action="store_true", required=True, help="runs made from a dirty tree")
+    retire.add_argument("--dirty", action="store_true", help="runs made from a dirty tree")
+    retire.add_argument(
+        "--other-environment", action="store_true",
+        help="runs made in another environment (packages, Python, CPU capability) than this one",
+    )  # fmt: skip
     retire.add_argument("--dry-run", action="store_true", help="only list the runs (default: move them)")
     retire.add_argument("--root", default=None, help="run store folder (default results/runs)")
     verify.add_argument("--root", default=None, help="run store folder (default results/runs)")
@@ -61,7 +68,7 @@ def cli_main(args: argparse.Namespace) -> int:
     if args.action == "status":
         return status(args, root)
     if args.action == "retire":
-        return retire_dirty(root, dry_run=args.dry_run)
+        return retire(root, args.dirty, args.other_environment, dry_run=args.dry_run)
     from countdown_study.runs.environments import table_environment_warnings
     from countdown_study.runs.provenance import dirty_provenance_warnings
     from countdown_study.runs.store import RunStore, is_finished
@@ -125,26 +132,41 @@ def packing_status(planned, runs_per_gpu: int) -> str:
     return "\n".join([head, *(f"  {line}" for line in lines)])
 
 
-def retire_dirty(root: Path, dry_run: bool = False) -> int:
-    """Move each finished run of ``root`` whose ``provenance.json`` records ``git_dirty`` into
+def retire(root: Path, dirty: bool = False, other_environment: bool = False, dry_run: bool = False) -> int:
+    """Move each finished run of ``root`` whose ``provenance.json`` records ``git_dirty`` (``dirty``) or another
+    environment than this process's (``other_environment``: ``run_checks.environment_difference``) into
     ``<root>.retired/<run id>`` (``dry_run``: list them only); a run already retired under that id is an
-    error, so nothing is overwritten. Prints one line per run and the count; exit 0."""
+    error, so nothing is overwritten. Prints one line per run with its reasons and the count; exit 0."""
+    from countdown_study.runs.run_checks import environment_difference
     from countdown_study.runs.store import RunStore, is_finished
 
+    if not (dirty or other_environment):
+        raise ValueError(
+            "runs retire needs --dirty, --other-environment or both: which finished runs to move"
+        )
     if not root.is_dir():
         raise FileNotFoundError(f"no run store at {root}")
     records = {p: RunStore(p.name, p, None).provenance() for p in sorted(root.iterdir()) if is_finished(p)}
-    dirty = [path for path, record in records.items() if record.get("git_dirty")]
+    reasons: dict[Path, list[str]] = {}
+    for path, record in records.items():
+        why = []
+        if dirty and record.get("git_dirty"):
+            why.append(f"made at {(record.get('git_sha') or 'unknown')[:12]} with changes")
+        differing = environment_difference(record) if other_environment else []
+        if differing:
+            why.append(f"made in another environment: {'; '.join(differing)}")
+        if why:
+            reasons[path] = why
     retired = root.with_name(root.name + ".retired")
-    taken = [p.name for p in dirty if (retired / p.name).exists()]
+    taken = [p.name for p in reasons if (retired / p.name).exists()]
     if taken:
         raise FileExistsError(f"already retired under {retired}: {', '.join(taken)}")
-    for path in dirty:
-        sha = records[path].get("git_sha") or "unknown"
-        print(f"{'would retire' if dry_run else 'retired'} {path.name} (made at {sha[:12]} with changes)")
+    for path, why in reasons.items():
+        print(f"{'would retire' if dry_run else 'retired'} {path.name} ({'; '.join(why)})")
         if not dry_run:
             retired.mkdir(exist_ok=True)
             path.rename(retired / path.name)
+    made = " or ".join(["from a dirty tree"] * dirty + ["in another environment"] * other_environment)
     verb = "would be moved" if dry_run else f"moved to {retired}"
-    print(f"{len(dirty)} finished runs made from a dirty tree {verb}")
+    print(f"{len(reasons)} finished runs made {made} {verb}")
     return 0

@@ -150,19 +150,27 @@ def verify_plain(folder: Path) -> list[str]:
     return problems
 
 
-def environment_warning(folder: Path, run_id: str) -> str | None:
-    """A warning naming the run ``run_id`` in ``folder`` and how its recorded environment differs from this
-    process's (``environment_mismatch``: packages, Python, CPU capability), or None unless a key both record
+def environment_difference(record: dict) -> list[str]:
+    """How a run's provenance ``record`` differs from this process's environment (``environment_mismatch``
+    over the keys this process records: packages, Python, CPU capability), or empty unless a key both record
     differs (``environments_differ``). Thread counts and the device are the run's own settings
     (``RUN_SETTINGS``), not this process's, and are not compared."""
     here = {key: value for key, value in environment().items() if key not in RUN_SETTINGS}
+    if not environments_differ(record, here):
+        return []
+    return environment_mismatch(record, here, keys=tuple(environment_of(here)))
+
+
+def environment_warning(folder: Path, run_id: str) -> str | None:
+    """A warning naming the run ``run_id`` in ``folder`` and how its recorded environment differs from this
+    process's (``environment_difference``), or None when it does not."""
     try:
         record = json.loads((folder / "provenance.json").read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         return (
             f"run {run_id}: provenance.json cannot be read ({type(err).__name__}); its environment is unknown"
         )
-    if not environments_differ(record, here):
+    differing = environment_difference(record)
+    if not differing:
         return None
-    differing = "; ".join(environment_mismatch(record, here, keys=tuple(environment_of(here))))
-    return f"run {run_id} was made in another environment (the run's vs this one's): {differing}"
+    return f"run {run_id} was made in another environment (the run's vs this one's): {'; '.join(differing)}"
