@@ -34,14 +34,12 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import bench_evaluation
 import torch
 
 from countdown_study import study
-from countdown_study.evaluation.evaluate import evaluate
-from countdown_study.policy import load_policy, prompt_template
 from countdown_study.runs.files import atomic_write_json
 from countdown_study.runs.provenance import provenance
-from countdown_study.training.common import study_tasks
 from countdown_study.training.loop import train
 
 RESULTS = Path(__file__).resolve().parent / "results" / "full_run.json"
@@ -52,32 +50,10 @@ GOAL_RUN_SECONDS = 120.0
 
 
 def time_evaluation(threads: int) -> dict:
-    """Wall seconds of the full preset's evaluation of the embedded policy with ``threads`` threads."""
-    preset = study.study_preset("full")
+    """Wall seconds of the full preset's evaluation of the embedded policy with ``threads`` threads, in the
+    study's float32 (``bench_evaluation.time_evaluation``)."""
     torch.set_num_threads(threads)
-    model, tokenizer = load_policy("embedded")
-    _, tasks = study_tasks(preset.run_data)
-    load = os.getloadavg()
-    started = time.perf_counter()
-    result = evaluate(
-        model,
-        tokenizer,
-        tasks,
-        preset.eval_n,
-        preset.run_eval.sampling,
-        seed=0,
-        template=prompt_template(model),
-    )
-    seconds = time.perf_counter() - started
-    return {
-        "threads": threads,
-        "tasks": len(tasks),
-        "samples_per_task": preset.eval_n,
-        "seconds": seconds,
-        "pass@1": result.summary["pass@1"],
-        "truncated": result.summary["truncated"],
-        "load_average_before_after": [load, os.getloadavg()],
-    }
+    return bench_evaluation.time_evaluation("float32", tasks=500)
 
 
 def one_run(seed: int, threads: int, root: str) -> dict:
