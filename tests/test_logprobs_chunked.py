@@ -10,6 +10,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from countdown_study.objectives.rloo import RLOOConfig
 from countdown_study.rollout import Rollouts, chunked_token_logprobs, sequence_logprobs
+from countdown_study.rollout.projection import project_chunk
 from countdown_study.runs.files import canonical_json
 from countdown_study.training.loop import TrainConfig, policy_update
 from countdown_study.training.rloo import is_checkpointing
@@ -52,8 +53,9 @@ def run(model, chunk_tokens: int, autocast: bool, temperature: float = 0.7):
 
 @pytest.mark.parametrize("chunk_tokens", [1, 4, 7, 1000])
 def test_chunked_logprobs_equal_the_full_logits_path(chunk_tokens):
-    """The same ops row by row: equal to float rounding (a vocabulary sum over fewer rows may round in
-    another order), exactly equal when one chunk holds every token (31 here)."""
+    """Equal to float rounding: the chunks' log-probs are ``z - logsumexp(z)``, their entropies
+    ``logsumexp(z) - sum(p z)`` and their gradients written out (``rollout.projection``), where the full
+    path lets autograd differentiate ``log_softmax``."""
     model = wide_model()
     (full, full_grad), (chunked, chunked_grad) = run(model, 0, False), run(model, chunk_tokens, False)
     assert torch.equal(chunked.mask, full.mask)
@@ -61,8 +63,38 @@ def test_chunked_logprobs_equal_the_full_logits_path(chunk_tokens):
     assert torch.allclose(chunked.entropy, full.entropy, rtol=1e-6, atol=1e-6)
     assert (chunked.logprobs[~chunked.mask] == 0).all() and (chunked.entropy[~chunked.mask] == 0).all()
     assert ((chunked_grad - full_grad).norm() / full_grad.norm()).item() < 1e-6
-    if chunk_tokens >= int(full.mask.sum()):
-        assert torch.equal(chunked.logprobs, full.logprobs) and torch.equal(chunked_grad, full_grad)
+
+
+@pytest.mark.parametrize("with_entropy", [True, False])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_projections_written_out_gradients_are_autograds_in_float64(with_entropy, with_bias):
+    """``project_chunk``'s backward pass against autograd through ``log_softmax`` of the same logits, in
+    float64 (where rounding cannot hide a wrong term): hidden states, head weight and bias."""
+    gen = torch.Generator().manual_seed(0)
+    hidden = torch.randn(7, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(11, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(11, generator=gen, dtype=torch.float64, requires_grad=True) if with_bias else None
+    targets = torch.randint(0, 11, (7,), generator=gen)
+    a, b = (
+        torch.randn(7, generator=gen, dtype=torch.float64),
+        torch.randn(7, generator=gen, dtype=torch.float64),
+    )
+    inputs = [t for t in (hidden, weight, bias) if t is not None]
+
+    logprobs, entropy = project_chunk(hidden, targets, weight, bias, 0.7, with_entropy)
+    loss = (logprobs * a).sum() + ((entropy * b).sum() if with_entropy else 0)
+    ours = torch.autograd.grad(loss, inputs)
+    logp_all = torch.log_softmax(torch.nn.functional.linear(hidden, weight, bias) / 0.7, dim=-1)
+    expected_lp = logp_all.gather(-1, targets[:, None]).squeeze(-1)
+    expected_h = -(logp_all.exp() * logp_all).sum(-1)
+    loss = (expected_lp * a).sum() + ((expected_h * b).sum() if with_entropy else 0)
+    reference = torch.autograd.grad(loss, inputs)
+    assert torch.allclose(logprobs, expected_lp, rtol=0, atol=1e-12)
+    assert (
+        entropy.numel() == 0 if not with_entropy else torch.allclose(entropy, expected_h, rtol=0, atol=1e-12)
+    )
+    for got, want in zip(ours, reference, strict=True):
+        assert torch.allclose(got, want, rtol=0, atol=1e-12)
 
 
 def test_chunked_logprobs_under_bf16_autocast():

@@ -30,7 +30,7 @@ _LAZY = {
     "HOST": "core",
     "Rollouts": "core",
     "TokenLogprobs": "core",
-    "chunked_token_logprobs": "core",
+    "chunked_token_logprobs": "projection",
     "draw_tokens": "core",
     "encode_prompts": "core",
     "filter_top_k_top_p": "core",
@@ -81,7 +81,6 @@ if TYPE_CHECKING:
         HOST,
         Rollouts,
         TokenLogprobs,
-        chunked_token_logprobs,
         draw_tokens,
         encode_prompts,
         filter_top_k_top_p,
@@ -93,6 +92,7 @@ if TYPE_CHECKING:
         single_token_id,
     )
     from countdown_study.rollout.engine import Engine, make_engine, sample
+    from countdown_study.rollout.projection import chunked_token_logprobs
     from countdown_study.rollout.vllm import VLLM_INSTALL_HINT, VllmRunner
 
 

@@ -17,9 +17,10 @@ the tokenizer has one and did not add it (the embedded model sees ``<bos>N 44 19
 ``sequence_logprobs`` is the trainer's side: one forward over ``[left pad | prompt | completion | right
 pad]`` with explicit position ids, giving per-token log-probs (and optionally entropies) of the
 completion tokens, differentiable when called under grad. With ``chunk_tokens`` the vocabulary
-projection runs over the real completion tokens a chunk at a time, each chunk's logits recomputed in
-the backward pass, so a micro-batch never holds its full ``(N, T, V)`` float32 logits (a 151,936-token
-vocabulary at 64 x 256 tokens is 10 GB per copy); the values are those of the full-logits path.
+projection runs over the real completion tokens a chunk at a time (``rollout.projection``), each chunk's
+logits recomputed in the backward pass, so a micro-batch never holds its full ``(N, T, V)`` float32 logits
+(a 151,936-token vocabulary at 64 x 256 tokens is 10 GB per copy); the values are those of the
+full-logits path to float rounding.
 
 Devices: tensors are placed on the model's device (``model_device``); token lists are padded on the host
 and moved once (``left_pad``); results (``Rollouts`` log-probs) are stored on the host (``HOST``).
@@ -32,15 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 import torch
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
 
 from countdown_study.rollout.draws import draw_tokens as draw_tokens
 from countdown_study.rollout.draws import filter_top_k_top_p as filter_top_k_top_p
 from countdown_study.rollout.draws import inverse_cdf_sample as inverse_cdf_sample
+from countdown_study.rollout.projection import chunked_token_logprobs as chunked_token_logprobs
 from countdown_study.rollout.stopping import _Stopper
 from countdown_study.rollout.stopping import single_token_id as single_token_id
 
@@ -235,62 +234,6 @@ def _check_chunkable(model) -> None:
         raise ValueError(
             f"chunked log-probs support {CHUNKED_MODEL_TYPES} models, not {model_type!r}; use chunk_tokens=0"
         )
-
-
-def _project(
-    hidden: torch.Tensor,
-    targets: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    temperature: float,
-    with_entropy: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-prob of each target under ``log_softmax(head(hidden) / temperature)``, and the entropy (empty
-    when not asked for): (M, C), (M,) -> (M,), (M,) or (0,). The ops of the full-logits path, per row."""
-    logp_all = torch.log_softmax(F.linear(hidden, weight, bias).float() / temperature, dim=-1)  # (M, V)
-    logprobs = logp_all.gather(-1, targets[:, None]).squeeze(-1)  # (M,)
-    entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else logprobs.new_zeros(0)
-    return logprobs, entropy
-
-
-def chunked_token_logprobs(
-    hidden: torch.Tensor,
-    targets: torch.Tensor,
-    valid: torch.Tensor,
-    head: torch.nn.Linear,
-    temperature: float = 1.0,
-    with_entropy: bool = False,
-    chunk_tokens: int = 4096,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-token log-probs (and entropies) from final hidden states without full logits: (N, T, C) -> (N, T).
-
-    Only the ``valid`` positions (N, T) are projected onto the vocabulary, ``chunk_tokens`` rows at a
-    time; under grad each chunk is checkpointed (its logits are recomputed in the backward pass), so at
-    most one chunk's (chunk_tokens, V) float32 logits exist at once. Zeros at the other positions.
-    """
-    flat_hidden, flat_targets = hidden[valid], targets[valid]  # (M, C), (M,)
-    project = _project
-    if torch.is_grad_enabled():
-        project = partial(checkpoint, _project, use_reentrant=False, preserve_rng_state=False)
-    parts = [
-        project(
-            flat_hidden[start : start + chunk_tokens],
-            flat_targets[start : start + chunk_tokens],
-            head.weight,
-            head.bias,
-            temperature,
-            with_entropy,
-        )
-        for start in range(0, len(flat_targets), chunk_tokens)
-    ]
-    logprobs = torch.cat([lp for lp, _ in parts])  # (M,)
-    token_logprobs = logprobs.new_zeros(valid.shape).masked_scatter(valid, logprobs)  # (N, T)
-    if not with_entropy:
-        return token_logprobs, None
-    entropy = logprobs.new_zeros(valid.shape).masked_scatter(
-        valid, torch.cat([e for _, e in parts])
-    )  # (N, T)
-    return token_logprobs, entropy
 
 
 def sequence_logprobs(
