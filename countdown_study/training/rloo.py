@@ -108,16 +108,8 @@ def policy_update(
         prompts = [prompt_ids[i] for i in chunk]
         completions = [completion_ids[i] for i in chunk]
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.autocast):
-            current = sequence_logprobs(
-                model,
-                prompts,
-                completions,
-                config.sampling.temperature,
-                with_entropy=config.loss.entropy_coef > 0,
-                chunk_tokens=config.logprob_chunk,
-            )
             reference = None
-            if config.loss.kl_coef > 0:
+            if config.loss.kl_coef > 0:  # first: its forward's buffers are gone before the policy's graph
                 with torch.no_grad():
                     reference = sequence_logprobs(
                         ref_model,
@@ -126,6 +118,14 @@ def policy_update(
                         config.sampling.temperature,
                         chunk_tokens=config.logprob_chunk,
                     ).logprobs
+            current = sequence_logprobs(
+                model,
+                prompts,
+                completions,
+                config.sampling.temperature,
+                with_entropy=config.loss.entropy_coef > 0,
+                chunk_tokens=config.logprob_chunk,
+            )
         behaviour = _pad_right([rollouts.logprobs[i] for i in chunk], current.logprobs.shape[1], device)
         loss, stats = rloo_loss(
             current.logprobs,
