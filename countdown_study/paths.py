@@ -12,7 +12,9 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 """The installed package folder."""
 
-EMBEDDED_CHECKPOINT_DIR = PACKAGE_DIR / "checkpoints" / "embedded"
+CHECKPOINTS_DIR = PACKAGE_DIR / "checkpoints"
+"""The shipped checkpoints (package data): one folder each, with the record of how it was trained."""
+EMBEDDED_CHECKPOINT_DIR = CHECKPOINTS_DIR / "embedded"
 """The shipped tiny SFT policy (package data)."""
 
 

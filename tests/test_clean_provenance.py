@@ -16,6 +16,7 @@ from countdown_study.runs.provenance import (
     changed_files,
     check_clean_tree,
     dirty_provenance_warnings,
+    shipped_dirty_warnings,
 )
 from countdown_study.runs.store import RunStore
 from countdown_study.study import methods
@@ -83,7 +84,9 @@ def _finished(root, name, dirty):
     return store
 
 
-def test_verify_counts_dirty_runs_as_a_warning_and_passes(tmp_path, capsys):
+def test_verify_counts_dirty_runs_as_a_warning_and_passes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(paths, "CHECKPOINTS_DIR", tmp_path / "no-checkpoints")
+    (tmp_path / "no-checkpoints").mkdir()
     for name, dirty in (("a", True), ("b", False), ("c", True)):
         _finished(tmp_path, name, dirty)
     assert main(["runs", "verify", "--root", str(tmp_path)]) == 0
@@ -91,3 +94,28 @@ def test_verify_counts_dirty_runs_as_a_warning_and_passes(tmp_path, capsys):
     assert "warning: 2 of 3 finished runs were made from a tree with uncommitted code changes" in out
     assert "(git_dirty in provenance.json; 1 commits): a-" in out and "; 0 problems; 1 warnings" in out
     assert dirty_provenance_warnings({"r": {"git_dirty": False}, "s": {}}) == []
+
+
+def test_verify_names_each_shipped_checkpoint_trained_from_a_dirty_tree(tmp_path, capsys, monkeypatch):
+    checkpoints = tmp_path / "checkpoints"
+    for name, record, body in (
+        ("clean", "sft.json", {"git_sha": "1111", "git_dirty": False}),
+        ("dirty", "sft.json", {"git_sha": "abcdef1234567890", "git_dirty": True}),
+        ("proposer", "teacher.json", {"git_sha": "2222", "git_dirty": True}),
+        ("unreadable", "sft.json", None),
+    ):
+        (checkpoints / name).mkdir(parents=True)
+        (checkpoints / name / record).write_text("{not json" if body is None else json.dumps(body))
+    assert shipped_dirty_warnings(checkpoints) == [
+        "the shipped checkpoint dirty was trained from a tree with uncommitted code changes (sft.json: git_dirty "
+        "at abcdef123456); the runs that start from it inherit this, and training it again from a clean commit "
+        "changes its digest and so their run ids",
+        "the shipped checkpoint proposer was trained from a tree with uncommitted code changes (teacher.json: "
+        "git_dirty at 2222); the runs that start from it inherit this, and training it again from a clean "
+        "commit changes its digest and so their run ids",
+    ]
+    monkeypatch.setattr(paths, "CHECKPOINTS_DIR", checkpoints)
+    (tmp_path / "runs").mkdir()
+    assert main(["runs", "verify", "--root", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("warning: the shipped checkpoint") == 2 and "; 0 problems; 2 warnings" in out

@@ -69,8 +69,9 @@ def cli_main(args: argparse.Namespace) -> int:
         return status(args, root)
     if args.action == "retire":
         return retire(root, args.dirty, args.other_environment, dry_run=args.dry_run)
+    from countdown_study import paths
     from countdown_study.runs.environments import table_environment_warnings
-    from countdown_study.runs.provenance import dirty_provenance_warnings
+    from countdown_study.runs.provenance import dirty_provenance_warnings, shipped_dirty_warnings
     from countdown_study.runs.store import RunStore, is_finished
 
     if not root.is_dir():
@@ -80,6 +81,7 @@ def cli_main(args: argparse.Namespace) -> int:
     notes = [line for store in finished for line in store.unchecked_weights()]
     notes += table_environment_warnings(root.parent / "tables", root)
     notes += dirty_provenance_warnings({store.run_id: store.provenance() for store in finished})
+    notes += shipped_dirty_warnings(paths.CHECKPOINTS_DIR)
     for line in problems:
         print(line)
     for line in notes:

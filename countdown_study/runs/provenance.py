@@ -12,6 +12,7 @@ Imports no torch at module level (reporting records provenance without it).
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import platform
 import subprocess
@@ -223,3 +224,29 @@ def dirty_provenance_warnings(records: Mapping[str, Mapping[str, Any]]) -> list[
         f"(git_dirty in provenance.json; {len(commits)} commits): {shown}; re-run them from a clean commit "
         "before their tables are final"
     ]
+
+
+TRAINING_RECORDS = ("sft.json", "teacher.json")
+"""The files in which a shipped checkpoint records how it was trained (``git_sha``, ``git_dirty``)."""
+
+
+def shipped_dirty_warnings(checkpoints: Path) -> list[str]:
+    """One line per shipped checkpoint (a folder of ``checkpoints``) whose training record
+    (``TRAINING_RECORDS``) says it was trained from a tree with uncommitted code changes: every run that
+    starts from it inherits that, and training it again from a clean commit gives it another digest, so
+    another id to every such run."""
+    lines = []
+    for folder in sorted(p for p in Path(checkpoints).iterdir() if p.is_dir()):
+        for name in TRAINING_RECORDS:
+            try:
+                record = json.loads((folder / name).read_text())
+            except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+                continue
+            if isinstance(record, dict) and record.get("git_dirty"):
+                sha = str(record.get("git_sha") or "unknown")[:12]
+                lines.append(
+                    f"the shipped checkpoint {folder.name} was trained from a tree with uncommitted code changes "
+                    f"({name}: git_dirty at {sha}); the runs that start from it inherit this, and training it "
+                    "again from a clean commit changes its digest and so their run ids"
+                )
+    return lines
