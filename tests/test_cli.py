@@ -166,10 +166,12 @@ def test_runs_status_counts_the_grid_and_names_started_runs(capsys, tmp_path):
     assert main(["runs", "status", "02", "--preset", "tiny", "--root", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"runs of the tiny preset in {tmp_path}"
-    assert lines[2].split() == ["02_baselines", "0", "1", "4", "5"]
-    assert lines[3].split() == ["all", "0", "1", "4", "5"]
-    assert lines[4].split() == ["started", sft.run_id, "02_baselines:", "SFT", "(seed", "0)", "[0", "steps]"]
-    assert len(lines) == 5  # waiting runs are listed with --runs only
+    assert lines[1].split()[-1] == "hours_left"
+    assert lines[2].split() == ["02_baselines", "0", "1", "4", "5", "?"]  # nothing finished to go by
+    assert lines[3].split() == ["all", "0", "1", "4", "5", "?"]
+    assert lines[4].startswith("hours_left: run-hours of the unfinished runs")
+    assert lines[5].split() == ["started", sft.run_id, "02_baselines:", "SFT", "(seed", "0)", "[0", "steps]"]
+    assert len(lines) == 6  # waiting runs are listed with --runs only
     # the README's order, notebooks after the options, says the same
     assert main(["runs", "status", "--preset", "tiny", "--root", str(tmp_path), "02"]) == 0
     assert capsys.readouterr().out.splitlines() == lines

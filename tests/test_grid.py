@@ -230,6 +230,27 @@ def test_progress_counts_each_run_by_its_state_in_the_store(tmp_path):
     assert summary.loc["all"].to_dict() == {"finished": 1, "started": 1, "waiting": 9, "planned": 11}
 
 
+def test_hours_left_prices_each_unfinished_run_at_the_finished_runs_of_its_row_or_kind(tmp_path):
+    planned = grid.plan_grid(["02_baselines", "03_curricula_000"], "tiny")
+    [shared] = [run for run in planned if len(run.rows) > 1]
+    [fixed] = [run for run in planned if run.rows[0][1] == "Fixed v1"]
+    (tmp_path / shared.run_id).mkdir()
+    (tmp_path / shared.run_id / "DONE").write_text("")
+    (tmp_path / shared.run_id / "provenance.json").write_text(
+        '{"started": "2026-01-01T10:00:00+00:00", "finished": "2026-01-01T10:12:00+00:00"}'
+    )
+    (tmp_path / fixed.run_id).mkdir()
+    (tmp_path / fixed.run_id / "steps.jsonl").write_text('{"step": 0}\n')
+    progress = grid.grid_progress(planned, tmp_path)
+    assert progress.loc[progress["run_id"] == shared.run_id, "wall_seconds"].tolist() == [720.0, 720.0]
+    left = grid.hours_left(progress)
+    # notebook 03: six more RLOO rows at the finished RLOO run's 12 minutes, Fixed v1 at its steps left
+    steps = fixed.config.steps
+    assert left["03_curricula_000"] == pytest.approx(0.2 * 5 + 0.2 * (1 - 1 / steps))
+    assert pd.isna(left["02_baselines"])  # its SFT and IPO rows have nothing finished to go by
+    assert pd.isna(left["all"]) and list(left.index)[-1] == "all"
+
+
 def test_the_policy_parameter_reaches_only_the_studies_it_names():
     default = grid.plan_grid(["90_synthesis"], "tiny")
     assert {run.config.data.policy for run in default} == {"embedded", "embedded-search"}

@@ -96,7 +96,7 @@ def status(args: argparse.Namespace, root: Path) -> int:
     left on this machine."""
     import pandas as pd
 
-    from countdown_study.study.grid import grid_progress, plan_grid, progress_summary
+    from countdown_study.study.grid import grid_progress, hours_left, plan_grid, progress_summary
     from countdown_study.study.pipeline import list_notebooks
 
     if args.runs_per_gpu is not None and args.runs_per_gpu < 1:
@@ -105,7 +105,13 @@ def status(args: argparse.Namespace, root: Path) -> int:
     planned = plan_grid(notebooks, args.preset)
     progress = grid_progress(planned, root)
     print(f"runs of the {args.preset} preset in {root}")
-    print(progress_summary(progress).to_string(index=False))
+    summary = progress_summary(progress)
+    summary["hours_left"] = summary["notebook"].map(hours_left(progress)).round(1)
+    print(summary.to_string(index=False, na_rep="?"))
+    print(
+        "hours_left: run-hours of the unfinished runs, each at the median wall time of finished runs of its row"
+        " (? where none has finished); divide by the runs that go at once"
+    )
     unfinished = progress[progress["state"] != "finished"].drop_duplicates("run_id")
     shown = unfinished if args.runs else unfinished[unfinished["state"] == "started"]
     for run in shown.itertuples():

@@ -12,8 +12,10 @@ every run finished and load it. ``packing_lines`` says how an executor places th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -280,8 +282,9 @@ and resumable) or waiting (no folder yet)."""
 
 def grid_progress(planned: Sequence[PlannedRun], root: str | Path) -> pd.DataFrame:
     """Where each planned run stands in the store at ``root``: one row per (notebook, run) with the
-    notebook's method rows, ``run_id``, ``kind``, ``state`` (``RUN_STATES``), ``steps_logged`` (complete
-    lines of its step log) and ``steps`` (the run's planned steps where its config names them: RLOO runs), in
+    notebook's method rows (``rows``; ``method``, the first one's name), ``run_id``, ``kind``, ``state``
+    (``RUN_STATES``), ``steps_logged`` (complete lines of its step log), ``steps`` (the run's planned steps
+    where its config names them: RLOO runs) and ``wall_seconds`` (a finished run's, ``_wall_seconds``), in
     the notebooks' order."""
     root = Path(root)
     rows = []
@@ -290,14 +293,27 @@ def grid_progress(planned: Sequence[PlannedRun], root: str | Path) -> pd.DataFra
         state = "finished" if is_finished(folder) else "started" if folder.is_dir() else "waiting"
         logged = _complete_lines(folder / "steps.jsonl")
         notebooks = dict.fromkeys(notebook for notebook, _, _ in run.rows)
+        wall = _wall_seconds(folder) if state == "finished" else None
         for notebook in notebooks:
             names = ", ".join(dict.fromkeys(f"{m} (seed {s})" for nb, m, s in run.rows if nb == notebook))
+            method = next(m for nb, m, _ in run.rows if nb == notebook)
             rows.append(
-                {"notebook": notebook, "rows": names, "run_id": run.run_id, "kind": run.kind, "state": state,
-                 "steps_logged": logged, "steps": getattr(run.config, "steps", None)}
+                {"notebook": notebook, "rows": names, "method": method, "run_id": run.run_id, "kind": run.kind,
+                 "state": state, "steps_logged": logged, "steps": getattr(run.config, "steps", None),
+                 "wall_seconds": wall}
             )  # fmt: skip
-    columns = ["notebook", "rows", "run_id", "kind", "state", "steps_logged", "steps"]
-    table = pd.DataFrame(rows, columns=columns).astype({"steps": "Int64"})
+    columns = [
+        "notebook",
+        "rows",
+        "method",
+        "run_id",
+        "kind",
+        "state",
+        "steps_logged",
+        "steps",
+        "wall_seconds",
+    ]
+    table = pd.DataFrame(rows, columns=columns).astype({"steps": "Int64", "wall_seconds": "Float64"})
     return table.sort_values("notebook", kind="stable", ignore_index=True)  # stems start with their number
 
 
@@ -312,6 +328,45 @@ def progress_summary(progress: pd.DataFrame) -> pd.DataFrame:
     rows = [{"notebook": nb, **counts(g)} for nb, g in progress.groupby("notebook", sort=False)]
     rows.append({"notebook": "all", **counts(progress.drop_duplicates("run_id"))})
     return pd.DataFrame(rows, columns=["notebook", *RUN_STATES, "planned"])
+
+
+def hours_left(progress: pd.DataFrame) -> pd.Series:
+    """Estimated run-hours of the unfinished runs of ``grid_progress``, per notebook and ``all`` (each distinct
+    run once): each run at the median wall time of the finished runs of its method row (any notebook), else
+    of its notebook's finished runs of its kind, a started RLOO run at the share of its steps left; NA where
+    a notebook has unfinished runs and nothing to estimate them from. Wall times include waiting for the
+    cores the runs shared, and a run resumed across sessions counts its pause: a rough estimate."""
+    finished = progress[progress["state"] == "finished"].dropna(subset="wall_seconds")
+    by_method = finished.drop_duplicates("run_id").groupby("method")["wall_seconds"].median()
+    by_kind = finished.groupby(["notebook", "kind"])["wall_seconds"].median()  # each notebook's own rows
+
+    def estimate(run) -> float:
+        seconds = by_method.get(run.method, by_kind.get((run.notebook, run.kind), float("nan")))
+        if run.state == "started" and not pd.isna(run.steps) and run.steps > 0:
+            seconds *= max(0.0, 1.0 - run.steps_logged / run.steps)
+        return seconds / 3600
+
+    left = progress[progress["state"] != "finished"]
+    hours = pd.Series([estimate(run) for run in left.itertuples()], index=left.index, dtype=float)
+
+    def total(index) -> float:
+        return float(hours.loc[index].sum(skipna=False)) if len(index) else 0.0
+
+    per_notebook = {
+        nb: total(left.index[left["notebook"] == nb]) for nb in dict.fromkeys(progress["notebook"])
+    }
+    per_notebook["all"] = total(left.drop_duplicates("run_id").index)
+    return pd.Series(per_notebook, name="hours_left")
+
+
+def _wall_seconds(folder: Path) -> float | None:
+    """Seconds from a finished run's ``started`` to its ``finished`` (``provenance.json``), or None."""
+    try:
+        record = json.loads((folder / "provenance.json").read_text())
+        seconds = datetime.fromisoformat(record["finished"]) - datetime.fromisoformat(record["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return seconds.total_seconds()
 
 
 def _complete_lines(path: Path) -> int:
