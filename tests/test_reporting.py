@@ -476,6 +476,22 @@ def test_final_vs_first_answer_figure_draws_only_the_rows_that_differ(curves):
     assert len(nothing_differs.axes[0].get_lines()) == 2  # the widest gap's row, so the panel is not empty
 
 
+def test_final_vs_first_answer_figure_draws_the_widest_gaps_when_many_rows_differ(curves):
+    """With more rows that differ than ``ANSWER_CURVES``, the curves of the widest gaps only (in the rows'
+    order), the title saying how many differ; every row keeps its bar."""
+    rows = [f"R{i}" for i in range(7)]
+    final = pd.concat([curves[curves["method"] == "A"].assign(method=r) for r in rows], ignore_index=True)
+    gaps = dict(zip(rows, [0.03, 0.09, 0.05, 0.08, 0.04, 0.07, 0.06], strict=True))
+    first = final.assign(**{"pass@k": final["pass@k"] + final["method"].map(gaps)})
+    fig = plots.answer_curves_figure(final, first)
+    curves_ax, gap_ax = fig.axes
+    assert plots.ANSWER_CURVES == 4 and len(curves_ax.get_lines()) == 2 * 4
+    names = [t.get_text() for t in curves_ax.get_legend().get_texts()]
+    assert names == ["R1", "R3", "R5", "R6", "final answer", "first verifying answer"]
+    assert curves_ax.get_title() == "rows whose curves differ by 0.02 or more, the 4 widest of 7"
+    assert len(gap_ax.patches) == 7
+
+
 # ----------------------------------------------------------------------------------------------------
 # figures for the page: at most the text's width, distinct colours, legends that name what is drawn
 

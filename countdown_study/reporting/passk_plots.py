@@ -142,6 +142,9 @@ def pass_at_k_panels(
 ANSWER_GAP = 0.02
 """The smallest gap between the first verifying answer's pass@k and the final answer's (at some k) for
 which ``answer_curves_figure`` draws a method's two curves."""
+ANSWER_CURVES = 4
+"""The most methods whose curves ``answer_curves_figure`` draws (those with the widest gaps): more pairs of
+curves in one panel are not told apart."""
 
 
 def answer_gaps(final: pd.DataFrame, first: pd.DataFrame) -> pd.DataFrame:
@@ -156,13 +159,16 @@ def answer_gaps(final: pd.DataFrame, first: pd.DataFrame) -> pd.DataFrame:
 def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, min_gap: float = ANSWER_GAP) -> Figure:
     """Report 003's Figure 6, condensed to what differs: left, pass@k of the final answer (solid) and of the
     first verifying answer (dashed) for the methods whose two curves differ by at least ``min_gap`` at some
-    k (the largest gap's method when none does); right, that gap at k = 1 for every method, so the rows
-    whose curves coincide are one bar each rather than a panel each. The gap is what abandoning a
-    verifying answer for a later wrong one costs."""
+    k (at most ``ANSWER_CURVES`` of them, the widest gaps; the largest gap's method when none does), named
+    in a legend below the panel; right, that gap at k = 1 for every method, so the rows whose curves
+    coincide are one bar each rather than a panel each. The gap is what abandoning a verifying answer for a
+    later wrong one costs."""
     gaps = answer_gaps(final, first)
     methods = list(dict.fromkeys(final["method"]))
     widest = gaps.groupby("method", sort=False)["gap"].max().reindex(methods)
-    shown = [m for m in methods if widest[m] >= min_gap] or [widest.idxmax()]
+    differ = [m for m in methods if widest[m] >= min_gap]
+    top = set(sorted(differ, key=lambda m: -widest[m])[:ANSWER_CURVES])
+    shown = [m for m in differ if m in top] or [widest.idxmax()]
     colours = method_colours(shown)
     fig = Figure(figsize=(TEXT_WIDTH, max(3.0, 0.17 * len(methods) + 1.3)), layout="constrained")
     curves_ax, gap_ax = fig.subplots(1, 2, width_ratios=(1, 1.1))
@@ -175,11 +181,12 @@ def answer_curves_figure(final: pd.DataFrame, first: pd.DataFrame, min_gap: floa
     _pass_at_k_axes(curves_ax)
     curves_ax.set_xlabel("k")
     curves_ax.set_ylabel("pass@k")
-    curves_ax.set_title(f"rows whose curves differ by {min_gap:g} or more", fontsize=8)
+    widest_of = f", the {ANSWER_CURVES} widest of {len(differ)}" if len(differ) > ANSWER_CURVES else ""
+    curves_ax.set_title(f"rows whose curves differ by {min_gap:g} or more{widest_of}", fontsize=8)
     handles = [Line2D([], [], color=colours[m], label=m) for m in shown]
     handles += [Line2D([], [], color="0.3", linestyle=s, label=t) for s, t in (("-", "final answer"),
                 ("--", "first verifying answer"))]  # fmt: skip
-    curves_ax.legend(handles=handles, fontsize=6.5, loc="lower right")
+    curves_ax.legend(handles=handles, fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
     at_one = gaps[gaps["k"] == gaps["k"].min()].set_index("method")["gap"].reindex(methods)
     ys = np.arange(len(methods))[::-1]  # the first method on top
     gap_ax.barh(ys, at_one.to_numpy(), color=[colours.get(m, "0.6") for m in methods], height=0.6)

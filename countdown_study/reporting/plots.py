@@ -24,6 +24,7 @@ here only. No seaborn or scipy import: the module loads without them (and withou
 from __future__ import annotations
 
 from countdown_study.reporting.passk_plots import (
+    ANSWER_CURVES,
     ANSWER_GAP,
     LEGEND_INSIDE,
     PANEL_LINES,
@@ -81,6 +82,7 @@ from countdown_study.reporting.training_plots import (
 )
 
 __all__ = [
+    "ANSWER_CURVES",
     "ANSWER_GAP",
     "DIAGNOSTIC_LABELS",
     "DIAGNOSTIC_REFERENCES",
