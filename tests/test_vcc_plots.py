@@ -62,6 +62,24 @@ def test_figure_3_bars_pass_at_1_beside_pass_at_16():
     assert "Figure 3" in fig._suptitle.get_text()
 
 
+def test_the_bar_figures_stack_their_panels_at_the_texts_width():
+    """One panel per source, one above the other, so a page shows them at full size; the methods are named
+    under the last panel only."""
+    from countdown_study.reporting.plots import TEXT_WIDTH
+
+    fig = vcc_plots.figure_5(_table())
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert fig.get_size_inches()[0] == pytest.approx(TEXT_WIDTH)
+    assert axes[0].get_position().y0 > axes[1].get_position().y1  # this study above the report
+    fig.canvas.draw()
+    assert [t.get_text() for t in axes[1].get_xticklabels()] == [
+        "RLOO uniform",
+        "VCC-RLOO",
+        "Commit reward\nonly",
+    ]
+    assert not any(t.get_visible() and t.get_text() for t in axes[0].get_xticklabels())
+
+
 @pytest.mark.parametrize(
     ("table", "message"),
     [

@@ -235,8 +235,8 @@ REPORT_003 = Section(
         FigureSpec(
             "vcc_003_final_vs_first",
             "The final answer against the first verifying one. Left: pass@k of each (solid and dashed) for "
-            "the rows whose two curves differ by 0.02 or more; right: the pass@1 the first verifying answer "
-            "would add, for every row.",
+            "the rows whose two curves differ by 0.02 or more (the four widest gaps at most); right: the "
+            "pass@1 the first verifying answer would add, for every row.",
         ),
         FigureSpec(
             "vcc_003_training",

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from countdown_study.reporting.plots import STYLE, label, method_colours
+from countdown_study.reporting.plots import STYLE, TEXT_WIDTH, label, method_colours
 
 FIGURE_3_METRICS = ("pass@1", "pass@16")
 """Report 003's Figure 3: single-rollout accuracy (pass@1) against oracle pass@16, per Table 1 row."""
@@ -82,14 +82,15 @@ def metric_bars(
     methods: Sequence[str] | None = None,
     aliases: Mapping[str, str] | None = None,
 ) -> Figure:
-    """Bars of ``metrics`` per method, one panel per source (``bar_frame``), on a shared 0-1 axis."""
+    """Bars of ``metrics`` per method, one panel per source (``bar_frame``) stacked at the text's width, on a
+    shared 0-1 axis, the methods named under the last panel."""
     frame = bar_frame(table, metrics, methods, aliases)
     sources = list(dict.fromkeys(frame["source"]))
     order = list(dict.fromkeys(frame["method"]))
     with matplotlib.style.context(STYLE):
         colours = method_colours(list(metrics))
-        fig = Figure(figsize=(max(4.0, 0.9 * len(order) + 1.2) * len(sources), 3.8), layout="constrained")
-        axes = np.atleast_1d(fig.subplots(1, len(sources), sharey=True))
+        fig = Figure(figsize=(TEXT_WIDTH, 2.2 * len(sources) + 1.0), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(len(sources), 1, sharex=True, sharey=True))
         offsets = bar_layout(len(metrics))
         for ax, source in zip(axes, sources, strict=True):
             part = frame[frame["source"] == source]
@@ -97,10 +98,10 @@ def metric_bars(
                 bars = ax.bar(np.arange(len(order)) + offset, part[metric], width=0.8 / len(metrics),
                               color=colours[metric], label=METRIC_LABELS.get(metric, label(metric)))  # fmt: skip
                 ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=1)
-            ax.set_xticks(range(len(order)), [textwrap.fill(m, 14) for m in order], fontsize=7)
-            ax.set_ylim(0, 1.05)
+            ax.set_ylim(0, 1.12)
+            ax.set_ylabel("rate or score")
             ax.set_title(f"{source}\n{part['model'].iloc[0]}", fontsize=8)
-        axes[0].set_ylabel("rate or mean score (0-1)")
+        axes[-1].set_xticks(range(len(order)), [textwrap.fill(m, 14) for m in order], fontsize=7)
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=len(metrics), fontsize=7)
         fig.suptitle(title, fontsize=9)
