@@ -2,7 +2,7 @@
 PY ?= python
 PRESET ?= quick
 
-.PHONY: install study test lint format bench sft sft-search paper
+.PHONY: install study test lint format bench bench-gpu sft sft-search paper
 
 install:
 	$(PY) -m pip install torch==2.13.0 -e ".[dev]"
@@ -28,5 +28,11 @@ sft-search:
 paper:
 	countdown-study paper
 
+# The CPU benchmarks (each writes its JSON into benchmarks/results/); the GPU ones need a CUDA device.
+GPU_BENCHES = benchmarks/bench_gpu.py benchmarks/bench_packed_grid.py
+
 bench:
-	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+	for b in $(filter-out $(GPU_BENCHES),$(wildcard benchmarks/bench_*.py)); do $(PY) $$b || exit 1; done
+
+bench-gpu:
+	bash benchmarks/gpu_check.sh
