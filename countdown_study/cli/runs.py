@@ -145,7 +145,7 @@ def retire(root: Path, dirty: bool = False, other_environment: bool = False, dry
     environment than this process's (``other_environment``: ``run_checks.environment_difference``) into
     ``<root>.retired/<run id>`` (``dry_run``: list them only); a run already retired under that id is an
     error, so nothing is overwritten. Prints one line per run with its reasons and the count; exit 0."""
-    from countdown_study.runs.run_checks import environment_difference
+    from countdown_study.runs.run_checks import environment_difference, this_environment
     from countdown_study.runs.store import RunStore, is_finished
 
     if not (dirty or other_environment):
@@ -155,12 +155,13 @@ def retire(root: Path, dirty: bool = False, other_environment: bool = False, dry
     if not root.is_dir():
         raise FileNotFoundError(f"no run store at {root}")
     records = {p: RunStore(p.name, p, None).provenance() for p in sorted(root.iterdir()) if is_finished(p)}
+    here = this_environment() if other_environment else None  # read once, not per run
     reasons: dict[Path, list[str]] = {}
     for path, record in records.items():
         why = []
         if dirty and record.get("git_dirty"):
             why.append(f"made at {(record.get('git_sha') or 'unknown')[:12]} with changes")
-        differing = environment_difference(record) if other_environment else []
+        differing = environment_difference(record, here) if other_environment else []
         if differing:
             why.append(f"made in another environment: {'; '.join(differing)}")
         if why:

@@ -150,12 +150,18 @@ def verify_plain(folder: Path) -> list[str]:
     return problems
 
 
-def environment_difference(record: dict) -> list[str]:
+def this_environment() -> dict:
+    """This process's environment as ``environment_difference`` compares it: ``RUN_SETTINGS`` left out."""
+    return {key: value for key, value in environment().items() if key not in RUN_SETTINGS}
+
+
+def environment_difference(record: dict, here: dict | None = None) -> list[str]:
     """How a run's provenance ``record`` differs from this process's environment (``environment_mismatch``
     over the keys this process records: packages, Python, CPU capability), or empty unless a key both record
     differs (``environments_differ``). Thread counts and the device are the run's own settings
-    (``RUN_SETTINGS``), not this process's, and are not compared."""
-    here = {key: value for key, value in environment().items() if key not in RUN_SETTINGS}
+    (``RUN_SETTINGS``), not this process's, and are not compared. ``here``: ``this_environment()``, read
+    once by a caller that compares many runs."""
+    here = this_environment() if here is None else here
     if not environments_differ(record, here):
         return []
     return environment_mismatch(record, here, keys=tuple(environment_of(here)))
