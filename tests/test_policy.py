@@ -8,6 +8,7 @@ from countdown_study.policy import (
     TinyModelConfig,
     build_model,
     build_tokenizer,
+    library_bars,
     load_policy,
     policy_fingerprint,
     policy_identity,
@@ -170,3 +171,28 @@ def test_a_tokenizer_source_is_checked_as_the_policy_is_before_the_model_loads(t
     (tmp_path / "tokenizer.json").write_text("{}")
     with pytest.raises(NotADirectoryError, match="tokenizer '.*tokenizer.json' is a file"):
         load_policy("embedded", tokenizer=str(tmp_path / "tokenizer.json"))
+
+
+def test_library_bars_hide_transformers_bars_inside_the_block_and_restore_them(tmp_path, capfd):
+    from transformers.utils import logging
+
+    logging.enable_progress_bar()
+    model, tokenizer = load_policy("embedded")
+    capfd.readouterr()
+    with library_bars(False):
+        assert not logging.is_progress_bar_enabled()
+        model.save_pretrained(tmp_path / "copy")
+        load_policy(tmp_path / "copy", tokenizer="embedded")
+    quiet = capfd.readouterr().err
+    assert logging.is_progress_bar_enabled()
+    load_policy(tmp_path / "copy", tokenizer="embedded")
+    shown = capfd.readouterr().err
+    assert "Loading weights" in shown  # the bar this test hides is there without it
+    assert "Loading weights" not in quiet and "Writing model shards" not in quiet
+    with library_bars(True):
+        assert logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    with library_bars(False):
+        pass
+    assert not logging.is_progress_bar_enabled()  # hidden before: still hidden after
+    logging.enable_progress_bar()

@@ -153,11 +153,12 @@ def test_an_unshipped_size_is_named_with_the_command_that_makes_it(tmp_path, mon
         "large": "large: embedded-large is not shipped yet, so its rows are skipped "
         "(make it with `countdown-study sft --recipe large --ship`)"
     }  # a folder is not checked here; a shipped name is
-    assert "large" not in {s.name for s in scale.shipped_sizes()}
+    parameters = {"small_policy": str(tmp_path), "large_policy": "embedded-large"}
+    sizes = {at.data.policy for _, _, at in grid.grid_rows(["09_scale"], "tiny", parameters)}
+    assert sizes == {str(tmp_path), "embedded"}  # the unshipped size plans no runs; a folder is planned
     (tmp_path / "embedded-large").mkdir()
     (tmp_path / "embedded-large" / "config.json").write_text("{}")
-    assert scale.unshipped(policies) == {} and "large" in {s.name for s in scale.shipped_sizes()}
-    assert "embedded" in {s.name for s in scale.shipped_sizes()}
+    assert scale.unshipped(policies) == {}
 
 
 def test_joint_study_names_each_runs_policy_and_refuses_no_size():
@@ -303,3 +304,33 @@ def test_notebook_09_runs_the_scale_rows_from_each_sizes_parameter():
         line.lstrip().startswith(("def ", "class ")) for c in code for line in c.source.splitlines()
     )
     assert all(not c.outputs and c.execution_count is None for c in code)
+
+
+@pytest.mark.slow
+def test_notebook_09_runs_a_size_given_as_a_folder_through_plain_papermill(tmp_path, monkeypatch):
+    """A size's policy may be any folder: its rows are planned and run beside the embedded size's, the
+    tables hold both sizes, and the executed copy (plain papermill, no pipeline environment) shows no
+    progress bars."""
+    import shutil
+
+    import papermill
+
+    folder = tmp_path / "policy"
+    shutil.copytree(EMBEDDED_POLICIES["embedded-search"], folder)
+    monkeypatch.setenv("COUNTDOWN_STUDY_RESULTS", str(tmp_path / "results"))
+    for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+        monkeypatch.delenv(name, raising=False)
+    parameters = {"preset": "tiny", "small_policy": str(folder), "policy": str(folder)}  # one set of runs
+    out = tmp_path / "09.ipynb"
+    papermill.execute_notebook(str(NOTEBOOK), str(out), parameters=parameters, progress_bar=False)
+    planned = grid.plan_grid(["09_scale"], "tiny", {"small_policy": str(folder), "policy": str(folder)})
+    assert len(planned) == len(scale.ROWS)  # two sizes asking for the same runs; the unshipped one none
+    tables = tmp_path / "results" / "presets" / "tiny" / "tables"
+    summary = pd.read_csv(tables / "scale_summary.csv")
+    assert summary.groupby("size")["method"].apply(list).to_dict() == {
+        size: [m.name for m in scale.ROWS] for size in ("embedded", "small")
+    }
+    assert set(pd.read_csv(tables / "scale_paired.csv")["size"]) == {"embedded", "small"}
+    streams = "".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
+                      for o in c.get("outputs", []) if o.output_type == "stream")  # fmt: skip
+    assert "%|" not in streams and "Loading weights" not in streams, streams[:300]

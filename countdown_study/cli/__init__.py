@@ -112,15 +112,6 @@ def interactive() -> bool:
     return sys.stderr.isatty()
 
 
-def library_bars(show: bool) -> None:
-    """Hide the libraries' own bars (transformers' "Loading weights") where the command hides its own: a
-    log or a notebook gets none. Loads transformers: call it where the command loads a model anyway."""
-    if not show:
-        from transformers.utils import logging
-
-        logging.disable_progress_bar()
-
-
 def output_folders(args: argparse.Namespace) -> list[Path]:
     """Where a command writes (its module's ``output_folders(args)``; none when it does not say)."""
     folders = getattr(args._module, "output_folders", None)

@@ -120,7 +120,7 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study sft``."""
-    from countdown_study.cli import interactive, library_bars
+    from countdown_study.cli import interactive
 
     check_args(args)
     from countdown_study.training.sft import (
@@ -135,7 +135,10 @@ def cli_main(args: argparse.Namespace) -> int:
     recipe, config = RECIPES[args.recipe], config_from_args(args)
     check_memory(config)
     show = interactive() and not args.no_progress
-    library_bars(show)
+    if not show:
+        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
+
+        hide_library_bars()
     store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=show)
     facts = store.load_results()
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "

@@ -88,7 +88,7 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Train (or load) the run and print its evaluation summary as JSON."""
-    from countdown_study.cli import interactive, library_bars
+    from countdown_study.cli import interactive
 
     check_args(args)
 
@@ -109,7 +109,10 @@ def cli_main(args: argparse.Namespace) -> int:
         policy_bytes_per_token(shipped_policy_dir(config.data.policy)),
         device_memory(resolve_device(config.device).type),
     )
-    library_bars(interactive())
+    if not interactive():
+        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
+
+        hide_library_bars()
     store = train(config, root=args.root, progress=interactive())
     print(json.dumps({"run": str(store.path), **store.load_results()["eval"]}, indent=1, default=str))
     return 0

@@ -19,6 +19,8 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,6 +223,30 @@ def load_policy(
     tok.padding_side = "left"
     model.eval()
     return model, tok
+
+
+def hide_library_bars() -> bool:
+    """Hide transformers' own progress bars ("Loading weights", "Writing model shards") from now on, for a
+    command or run that shows no bars of its own (a log, a notebook); whether they were shown before."""
+    from transformers.utils import logging
+
+    shown = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    return shown
+
+
+@contextmanager
+def library_bars(show: bool) -> Iterator[None]:
+    """Inside the block, transformers' bars hidden unless ``show`` (``hide_library_bars``); after it, as
+    they were: a run in a notebook kernel prints none of them, however the kernel was started."""
+    shown = hide_library_bars() if not show else False
+    try:
+        yield
+    finally:
+        if shown:
+            from transformers.utils import logging
+
+            logging.enable_progress_bar()
 
 
 WEIGHT_FILE_PATTERNS = ("*.safetensors", "*.bin", "config.json")

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from countdown_study import paths
+from countdown_study.policy import library_bars
 from countdown_study.runs.provenance import check_clean_tree
 from countdown_study.runs.store import RunBusyError, RunStore
 from countdown_study.study import rows
@@ -87,7 +88,8 @@ def run_method(
     ``paths.runs_dir(preset.name)``); ``wait=False`` raises ``RunBusyError`` if it runs elsewhere."""
     config = method_config(method, preset, seed)
     root = root if root is not None else paths.runs_dir(preset.name)
-    return run_config(method.kind, config, root=root, progress=progress, wait=wait)
+    with library_bars(progress):  # a run without bars of its own: none of transformers' either
+        return run_config(method.kind, config, root=root, progress=progress, wait=wait)
 
 
 def run_all(

@@ -46,7 +46,7 @@ PRESETS = ("tiny", "quick", "full")
 KERNEL_ENVIRONMENT = {
     STAGE_ENV: "1",  # outputs staged per notebook, published only when it succeeds
     "TQDM_DISABLE": "1",
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' bars (they ignore TQDM_DISABLE in a notebook)  # bars of other libraries (transformers' "Loading weights", "Writing model shards")
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' "Loading weights" bars ignore TQDM_DISABLE in a notebook
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto without ipywidgets, printed with its path
     **wait_policy(),  # OpenMP threads sleep when idle (runs.threads): the user's value, else PASSIVE
 }

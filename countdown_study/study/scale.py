@@ -160,11 +160,6 @@ CLAIMS = scale_claims()
 staged curriculum's, and the band-pass filter ordered)."""
 
 
-def shipped_sizes() -> tuple[Size, ...]:
-    """The sizes whose shipped policy is in the package (``policy.model.is_shipped``)."""
-    return tuple(size for size in SIZES if is_shipped(size.policy))
-
-
 def unshipped(policies: Mapping[str, str]) -> dict[str, str]:
     """For each size (name -> policy) whose policy is a shipped name not shipped yet, the line saying that
     its rows are skipped and the command that makes it; sizes given a folder or a hub id are not checked."""
