@@ -86,6 +86,9 @@ def test_a_ranking_holds_only_if_every_pair_does_and_shows_its_weakest_pair():
     assert verdict == "holds" and shown.b == "near" and why == "all 2 pairs hold"
     verdict, shown, _ = judge(best, [paired(a, far, "far"), paired(a, above, "above")], {})
     assert verdict == "reversed" and shown.b == "above"
+    one = [paired(a[:, :1], far[:, :1], "far"), paired(a[:, :1], near[:, :1], "near")]  # one training seed
+    verdict, _, why = judge(best, one, {})
+    assert verdict == "one seed: no verdict" and why == "2 pairs: one seed: no verdict 2"
 
 
 def test_task_values_on_a_worked_example():

@@ -58,6 +58,7 @@ from countdown_study.study.verdicts import (
     BORDERLINE,
     EVIDENCE,
     NOT_TESTED,
+    ONE_SEED,
     SAME_RUNS,
     UNTESTABLE,
     VERDICTS,
@@ -219,7 +220,7 @@ def judge(claim: RegistryClaim, pairs: list[ClaimPair], seen: dict[str, str]) ->
     if len(pairs) == 1:
         return classify(shown.comparison, sign, claim.report_effect), shown, ""
     verdicts = [classify(t.comparison, sign, claim.report_effect) for t in pairs]
-    for outcome in ("reversed", "borderline", "underpowered", "inside noise"):
+    for outcome in ("reversed", "borderline", "underpowered", "inside noise", ONE_SEED):
         if outcome in verdicts:
             worst = [t for t, v in zip(pairs, verdicts, strict=True) if v == outcome]
             return (
