@@ -348,7 +348,7 @@ def test_the_abstract_counts_the_registry_claims_by_verdict():
     assert paper.claim_counts(claims) == {
         "ClaimsTotal": "9", "ClaimsTested": "8", "ClaimsHolds": "1", "ClaimsReversed": "1",
         "ClaimsBorderline": "1", "ClaimsInsideNoise": "2", "ClaimsUnderpowered": "1", "ClaimsUntestable": "1",
-        "ClaimsSameRuns": "1", "ClaimsNotTested": "1",
+        "ClaimsSameRuns": "1", "ClaimsOneSeedNoVerdict": "0", "ClaimsNotTested": "1",
     }  # fmt: skip
     assert set(paper.claim_counts(None).values()) == {r"\textit{n/a}"}
     text = paper.macros({"claims": claims}, {})
@@ -521,7 +521,12 @@ def test_the_abstract_counts_claims_against_uniform_by_direction():
     text = paper_prose.abstract_claims(raised, paper.claim_counts(raised))
     assert "raises a metric over uniform RLOO, 1 hold, all at pass@1;" in text
     assert "lowers a metric, none holds, and 1 are reversed." in text
+    assert "training seed" not in text
     assert paper_prose.abstract_claims(None, counts) == paper_prose.CLAIMS_NOT_RUN
+    one_seed = claims.assign(metric="avg_pass@k", verdict=["one seed: no verdict"] * 6 + ["holds"] * 2)
+    text = paper_prose.abstract_claims(one_seed, paper.claim_counts(one_seed))
+    assert "2 hold," in text and "6 have one training seed, which gives no verdict." in text
+    assert "raises a metric over uniform RLOO, 1 hold, all at avg\\_pass@k;" in text  # LaTeX-escaped
 
 
 def test_the_abandonment_sentence_reads_the_table():
@@ -645,3 +650,17 @@ def test_the_seed_count_macro_counts_the_training_seeds_behind_every_table():
     macros = paper_provenance.provenance(metas)
     assert (macros["ResultsSeeds"], macros["ResultsSeedCount"]) == ("0, 1, 4", "3")
     assert paper_provenance.provenance({"a": {"runs": []}})["ResultsSeedCount"] == "--"
+
+
+def test_a_table_written_without_rows_in_a_one_seed_study_says_why(tmp_path, paper_copy, monkeypatch):
+    """Notebook 90's coverage table has no rows in a study of one training seed (the tiny and quick
+    presets): the paper prints its header with the reason in the caption instead of refusing the
+    results; a required table without rows is still refused (``test_a_damaged_table_is_refused``)."""
+    results = copy_results(tmp_path / "results", ("synthesis_", "claims", "interval_coverage"))
+    for suffix in (".csv", ".md"):
+        table = results / "tables" / f"interval_coverage{suffix}"
+        header = table.read_text().splitlines(keepends=True)[: 1 if suffix == ".csv" else 2]
+        table.write_text("".join(header))
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    fragment = (paper_copy / "generated" / "tables" / "interval_coverage.tex").read_text()
+    assert "there is nothing to simulate" in fragment and r"\label{tab:interval_coverage}" in fragment

@@ -89,7 +89,7 @@ def notebook_tables(notebook: str) -> dict[str, tuple[list[str], list[str]]]:
 
 def conditional_tables() -> set[str]:
     """The tables a notebook writes only in some studies (``TableSpec.absent``): left out, not refused,
-    where their file is missing."""
+    where their file is missing, and read where it holds a header alone."""
     return {spec.name for section in SECTIONS for spec in section.tables if spec.absent}
 
 
@@ -116,9 +116,10 @@ def has_run(notebook: str, tables_dir: Path, figures_dir: Path, executed_dir: Pa
 # one table
 
 
-def read_csv_checked(path: Path) -> pd.DataFrame:
+def read_csv_checked(path: Path, empty_ok: bool = False) -> pd.DataFrame:
     """``path`` read in full, or a ``ResultsError`` naming it: missing, not text, cut inside its last line,
-    ragged or without rows. Columns ``outputs.TEXT_COLUMNS`` stay text."""
+    ragged or without rows (unless ``empty_ok``: a header alone is then an empty table). Columns
+    ``outputs.TEXT_COLUMNS`` stay text."""
     if not path.is_file():
         raise ResultsError(f"{path} is missing")
     raw = path.read_bytes()
@@ -137,7 +138,7 @@ def read_csv_checked(path: Path) -> pd.DataFrame:
         raise ResultsError(
             f"{path} is malformed: line {ragged} has {len(rows[ragged - 1])} fields, its header {width}"
         )
-    if len(rows) < 2:
+    if len(rows) < 2 and not empty_ok:
         raise ResultsError(f"{path} has a header and no rows")
     return pd.read_csv(io.StringIO(text), dtype=dict.fromkeys(TEXT_COLUMNS, str))
 
@@ -180,10 +181,14 @@ def check_rows(path: Path, table: pd.DataFrame, rows: Sequence[tuple[str, str]])
 
 
 def read_table_checked(
-    path: Path, required: Sequence[str], numeric: Sequence[str], rows: Sequence[tuple[str, str]] = ()
+    path: Path,
+    required: Sequence[str],
+    numeric: Sequence[str],
+    rows: Sequence[tuple[str, str]] = (),
+    empty_ok: bool = False,
 ) -> pd.DataFrame:
     """``read_csv_checked``, then ``check_columns``, ``check_rows_against_markdown`` and ``check_rows``."""
-    table = read_csv_checked(path)
+    table = read_csv_checked(path, empty_ok)
     check_columns(path, table, required, numeric)
     check_rows_against_markdown(path, len(table))
     check_rows(path, table, rows)
@@ -235,7 +240,8 @@ def load_results(
             path = tables_dir / f"{name}.csv"
             if name in conditional and not path.exists():
                 continue
-            tables[name] = read_table_checked(path, required, numeric, (cited or {}).get(name, ()))
+            cites = (cited or {}).get(name, ())
+            tables[name] = read_table_checked(path, required, numeric, cites, empty_ok=name in conditional)
             meta = read_meta(tables_dir / f"{name}.meta.json")
             if meta is not None:
                 metas[name] = meta

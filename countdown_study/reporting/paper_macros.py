@@ -99,9 +99,9 @@ HEADLINES = (
 are defined (``n/a``) before their notebook has run; every other paired row gets its ``paired_macro``."""
 
 CLAIM_VERDICTS = ("holds", "reversed", "borderline", "inside noise", "underpowered", "untestable", "same runs",
-                  "not tested")  # fmt: skip
+                  "one seed: no verdict", "not tested")  # fmt: skip
 """The verdict categories of the claim registry (``claims.csv``), counted for the abstract (``same runs as
-<claim>`` under ``same runs``)."""
+<claim>`` under ``same runs``; ``one seed: no verdict`` only in a study of one training seed)."""
 CLAIMS_TABLE = "claims"
 """The table the headline counts come from: every claim of the reports (``study.claims``)."""
 

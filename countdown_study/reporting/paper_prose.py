@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from countdown_study.reporting.latex import MISSING, in_math, interval, is_missing, number
+from countdown_study.reporting.latex import MISSING, escape, in_math, interval, is_missing, number
 
 Row = Mapping[str, object]
 
@@ -130,9 +130,9 @@ def _held(claims: pd.DataFrame, sign: int) -> str:
     count = "none holds" if held.empty else f"{len(held)} hold"
     by_metric = held["metric"].value_counts(sort=False)
     if len(by_metric) == 1:
-        count += f", all at {by_metric.index[0]}"
+        count += f", all at {escape(by_metric.index[0])}"
     elif len(by_metric) > 1:
-        count += " (" + ", ".join(f"{n} at {metric}" for metric, n in sorted(by_metric.items())) + ")"
+        count += " (" + ", ".join(f"{n} at {escape(metric)}" for metric, n in sorted(by_metric.items())) + ")"
     reversed_ = int((mine["verdict"] == "reversed").sum())
     return count + (f", and {reversed_} are reversed" if reversed_ else "")
 
@@ -151,6 +151,9 @@ def abstract_claims(claims: pd.DataFrame | None, counts: Mapping[str, str]) -> s
         f"smallest difference our design detects exceeds the report's own), {counts['ClaimsUntestable']} "
         f"sit at a floor and {counts['ClaimsSameRuns']} repeat another claim's runs."
     )
+    one_seed = counts.get("ClaimsOneSeedNoVerdict", "0")
+    if one_seed != "0":  # a study of one training seed (the tiny and quick presets)
+        text += f" {one_seed} have one training seed, which gives no verdict."
     verdicts = claims["verdict"].astype(str)
     versus = against_uniform(claims[~verdicts.str.startswith("same runs") & (verdicts != "not tested")])
     up = int((versus["sign"] == 1).sum())

@@ -129,7 +129,10 @@ def table_fragment(spec: TableSpec, table: pd.DataFrame, notebook: str) -> str:
     """The table of ``spec`` from its CSV ``table`` (``fitted_table``)."""
     if spec.metrics is not None and "metric" in table:
         table = table[table["metric"].isin(spec.metrics)]
-    columns, caption = present(table, spec.columns), f"{spec.caption} {source_note(notebook, spec.name)}"
+    caption = f"{spec.caption} {source_note(notebook, spec.name)}"
+    if table.empty and spec.absent:  # written with no rows: the caption says why
+        caption = f"{spec.caption} {spec.absent} {source_note(notebook, spec.name)}"
+    columns = present(table, spec.columns)
     return fitted_table(table, columns, caption, f"tab:{spec.name}", spec.group, spec.long, spec.lead)
 
 
@@ -144,7 +147,7 @@ def section_body(
     """The body of ``section`` (``\\input`` of its table fragments, its figures) and the fragments by table
     name; the ``missing_sentence`` alone while none of its tables is in ``tables`` (its notebook has not
     run: ``paper_inputs.load_results`` gives all of a notebook's tables or none), and a table's ``absent``
-    sentence in its place where its notebook did not write it."""
+    sentence in its place where its notebook did not write it (in its caption where it wrote no rows)."""
     if not any(t.name in tables for t in section.tables):
         return missing_sentence(section.notebook) + "\n", {}
     fragments, parts = {}, []

@@ -54,8 +54,10 @@ class TableSpec:
     leave the other columns no room); the table is then a ``long_table``."""
     absent: str = ""
     """For a table its notebook writes only in some studies (``claims_seed_change``: with more than five
-    training seeds): the sentence (LaTeX) the paper prints in its place where the notebook has run without
-    writing it. Empty (every other table): the table is required once its notebook has run."""
+    training seeds) or writes with no rows in some (``interval_coverage``: one training seed): the sentence
+    (LaTeX) the paper prints in its place where the notebook has run without writing it, or adds to its
+    caption where it has no rows. Empty (every other table): the table is required, with rows, once its
+    notebook has run."""
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,8 @@ SYNTHESIS = Section(
             "the share of null studies whose 95\\% interval holds zero, its Monte Carlo standard error, the "
             "share that detect a true difference the size of the mean MDE, and the seed-paired t-interval's "
             "coverage beside it.",
+            absent="The study has one training seed, which shows no seed noise to fit: there is nothing to "
+            "simulate (\\texttt{study.coverage}).",
         ),
         TableSpec(
             "claims",
