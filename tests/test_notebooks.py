@@ -5,6 +5,7 @@ without stopping the others."""
 import json
 import os
 import re
+from pathlib import Path
 
 import nbformat
 import pandas as pd
@@ -90,6 +91,29 @@ def test_every_notebook_runs_at_the_tiny_preset(results):
     for run in runs:  # each shared run trained once, start to end
         steps = [json.loads(line)["step"] for line in (run / "steps.jsonl").read_text().splitlines()]
         assert steps == sorted(set(steps)), run.name
+    _check_paper_of_the_study(results)
+
+
+def _check_paper_of_the_study(results):
+    """``countdown-study paper --preset tiny`` takes a whole tiny study (one training seed: no verdicts,
+    an empty coverage table): every section generated, and a PDF where LaTeX is installed."""
+    import shutil
+    import tempfile
+
+    from countdown_study.cli import main
+    from countdown_study.paths import paper_dir
+
+    with tempfile.TemporaryDirectory() as folder:
+        paper = Path(folder) / "paper"
+        shutil.copytree(paper_dir(), paper, ignore=shutil.ignore_patterns("build", "generated"))
+        latex = shutil.which("latexmk") is not None and shutil.which("pdflatex") is not None
+        assert (
+            main(["paper", "--preset", "tiny", "--paper-dir", str(paper), *([] if latex else ["--no-pdf"])])
+            == 0
+        )
+        generated = paper / "build" / "tiny" / "generated"
+        assert not any("has not run yet" in f.read_text() for f in generated.glob("*.tex"))
+        assert not latex or (paper / "build" / "tiny" / "main.pdf").read_bytes().startswith(b"%PDF")
 
 
 def _check_closing_summary(path):
