@@ -20,6 +20,7 @@ from countdown_study.reporting.readme import (
     readme_block,
     replace_block,
     results_markdown,
+    seed_change_markdown,
 )
 
 NAN = math.nan
@@ -144,3 +145,28 @@ def test_the_committed_readme_holds_the_committed_claims():
     source = tables_dir() / f"{CLAIMS_TABLE}.csv"
     assert source.is_file(), "the full preset's claims.csv is committed"
     assert readme_block(text) == results_markdown(tables_dir())
+
+
+def test_what_ten_seeds_changed_as_markdown(tmp_path):
+    """Claim 000.a (the report's difference -0.049) moves from inside noise to holds with ten seeds and its
+    MDE comes within the report's effect; 004.b's report gives no numbers; the untested claim is left out.
+    Read back from the CSV notebook 90 writes, as the README is."""
+    from countdown_study.study.seed_change import seed_change_table
+
+    before = claims()
+    after = before.assign(n_seeds=[10, 10, 10, 0])
+    after.loc[0, ["diff", "ci_low", "ci_high", "mde", "verdict"]] = [-0.012, -0.02, -0.004, 0.011, "holds"]
+    table = seed_change_table(before, after)
+    table.to_csv(tmp_path / "claims_seed_change.csv", index=False)
+    text = seed_change_markdown(read_table(tmp_path / "claims_seed_change.csv"))
+    assert text.split("\n") == [
+        "From 5 training seeds to 10 (notebook 90, `results/tables/claims_seed_change.csv`): the claim registry "
+        "on the first 5 seeds against all 10. The MDE reaches the report's own difference for 1 claims at 5 seeds "
+        "and 1 at 10 (of 1 whose report gives both numbers). 1 of the 3 tested claims changed verdict category:",
+        "",
+        "| claim | metric | report's a - b | first 5: a - b [95%], MDE | verdict | all 10: a - b [95%], MDE | verdict |",
+        "|---|---|---|---|---|---|---|",
+        "| `000.a` | pass@1 | -0.049 | -0.006 [-0.025, +0.014], MDE 0.026 | inside noise | -0.012 [-0.020, -0.004], "
+        "MDE 0.011 | holds |",
+    ]
+    assert seed_change_markdown(None) == ""

@@ -5,7 +5,8 @@ what lies between them from the full preset's ``claims.csv`` (``study.claims``),
 typed by hand: a sentence counting every claim of the five reports by verdict, a table of the counts per
 report, and the claims that are evidence (``holds``, ``reversed``) or ``borderline`` with their numbers.
 The rest (inside the noise, underpowered, untestable, the same runs as another claim, not tested) is
-counted and left to the table itself. Once notebook 09 has written ``scale_verdicts.csv`` and
+counted and left to the table itself. Where the study has more than five training seeds, a paragraph says
+which verdicts moved from the first five to all (``seed_change_markdown``). Once notebook 09 has written ``scale_verdicts.csv`` and
 ``scale_paired.csv``, a paragraph follows on model size (``scale_markdown``): each headline claim's verdict
 at each size and whether it is the same at every size, and uniform RLOO's pass@1 and pass@16 differences
 from the SFT policy of each size. ``claims_markdown`` and ``scale_markdown`` are pure; ``refresh_readme``
@@ -228,6 +229,58 @@ def scale_markdown(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -
 
 
 # ----------------------------------------------------------------------------------------------------
+# five seeds against more (notebook 90)
+
+SEED_CHANGE = "claims_seed_change"
+"""Notebook 90's table of the registry on the first five training seeds against all (``study.seed_change``),
+written only when the study has more than five."""
+
+
+def _interval(row: pd.Series, when: str) -> str:
+    """``-0.031 [-0.047, -0.015], MDE 0.021``: a ``claims_seed_change`` row's difference, interval and MDE
+    on the first seeds (``when`` = ``before``) or all of them (``after``)."""
+    if is_missing(row[f"diff_{when}"]):
+        return "-"
+    low, high = row[f"ci_{when}_low"], row[f"ci_{when}_high"]
+    return (
+        f"{_signed(row[f'diff_{when}'])} [{_signed(low)}, {_signed(high)}], MDE {_number(row[f'mde_{when}'])}"
+    )
+
+
+def seed_change_markdown(change: pd.DataFrame | None) -> str:
+    """The README's paragraph on what more training seeds changed, from ``claims_seed_change``: how many
+    tested claims changed verdict category and which (a table), and for how many claims the MDE reaches the
+    report's own difference on the first seeds and on all. Empty while the table is missing."""
+    if change is None:
+        return ""
+    first, every = int(change["n_seeds_before"].max()), int(change["n_seeds_after"].max())
+    tested = change[change["verdict_after"].astype(str) != "not tested"]
+    moved = tested[tested["moved"].map(is_true)]
+    known = tested["their_diff"].notna()
+    reach = {
+        when: int(tested[f"mde_reaches_theirs_{when}"].map(is_true).sum()) for when in ("before", "after")
+    }
+    lines = [
+        f"From {first} training seeds to {every} (notebook 90, `results/tables/{SEED_CHANGE}.csv`): the claim "
+        f"registry on the first {first} seeds against all {every}. The MDE reaches the report's own difference "
+        f"for {reach['before']} claims at {first} seeds and {reach['after']} at {every} (of {int(known.sum())} "
+        f"whose report gives both numbers). {len(moved)} of the {len(tested)} tested claims changed verdict "
+        f"category{':' if len(moved) else '.'}",
+    ]
+    if len(moved):
+        lines += [
+            "",
+            f"| claim | metric | report's a - b | first {first}: a - b [95%], MDE | verdict | all {every}: a - b "
+            "[95%], MDE | verdict |",
+            "|---|---|---|---|---|---|---|",
+            *(f"| `{row['claim_id']}` | {row['metric']} | {_signed(row['their_diff'])} | {_interval(row, 'before')} "
+              f"| {row['verdict_before']} | {_interval(row, 'after')} | {row['verdict_after']} |"
+              for _, row in moved.iterrows()),
+        ]  # fmt: skip
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------------
 # the README's block
 
 
@@ -267,12 +320,14 @@ def read_if_there(path: Path) -> pd.DataFrame | None:
 
 def results_markdown(tables: Path) -> str:
     """The README's whole results block from the tables folder ``tables``: ``claims_markdown`` of its
-    ``claims.csv``, then ``scale_markdown`` where notebook 09's tables are there."""
+    ``claims.csv``, then ``seed_change_markdown`` where notebook 90 compared seed counts, then
+    ``scale_markdown`` where notebook 09's tables are there."""
     block = claims_markdown(read_table(tables / f"{CLAIMS_TABLE}.csv"))
+    seeds = seed_change_markdown(read_if_there(tables / f"{SEED_CHANGE}.csv"))
     scale = scale_markdown(
         *(read_if_there(tables / f"{name}.csv") for name in (SCALE_VERDICTS, SCALE_PAIRED))
     )
-    return f"{block}\n\n{scale}" if scale else block
+    return "\n\n".join(part for part in (block, seeds, scale) if part)
 
 
 def refresh_readme(readme: Path, tables: Path) -> bool:
