@@ -58,8 +58,8 @@ def _recorder(into: list):
     """Stands in for ``run_notebook_study``: records (notebook, methods, policy, the caller's line), trains
     nothing."""
 
-    def record(notebook, methods, preset, policy="embedded", **_):
-        into.append((notebook, tuple(methods), policy, sys._getframe(1).f_lineno))
+    def record(notebook, methods, preset, policy="embedded", seeds=None, **_):
+        into.append((notebook, tuple(methods), policy, seeds, sys._getframe(1).f_lineno))
         return None, {}
 
     return record
@@ -82,7 +82,7 @@ def notebook_calls(path: Path) -> list[grid.NotebookStudy]:
             exec(compile(ast.Module([statement], []), str(path), "exec"), space)
             space[CALL] = _recorder(recorded)  # after each statement: the cell's import binds the real one
         assert len(recorded) <= len(calls)  # a call under an ``if`` (an unshipped size) may not run
-        for notebook, methods, policy, line in recorded:
+        for notebook, methods, policy, seeds, line in recorded:
             [call] = [c for c in calls if c.lineno <= line <= c.end_lineno]
             assert notebook == path.stem
             given = (
@@ -92,7 +92,7 @@ def notebook_calls(path: Path) -> list[grid.NotebookStudy]:
             )
             parameter = given.id if isinstance(given, ast.Name) else "policy"
             assert policy == defaults[parameter]
-            found.append(grid.NotebookStudy(methods, parameter, policy))
+            found.append(grid.NotebookStudy(methods, parameter, policy, seeds=seeds))
     return found
 
 
@@ -103,7 +103,7 @@ def test_the_registry_names_every_notebook():
 
 
 def _fields(study: grid.NotebookStudy) -> tuple:
-    return study.methods, study.policy_parameter, study.default_policy
+    return study.methods, study.policy_parameter, study.default_policy, study.seeds
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -327,3 +327,17 @@ def test_an_extra_set_is_never_larger_than_the_presets_held_out_set():
         "quick": (("ood", "ood:8:0"), ("ood_targets", "ood_targets:8:0")),
         "tiny": (("ood", "ood:6:0"), ("ood_targets", "ood_targets:6:0")),
     }
+
+
+def test_a_study_of_fixed_seeds_plans_the_presets_first_ones(monkeypatch):
+    """With ten training seeds in the preset, notebook 09 still runs every size on the first five, and
+    the other notebooks on all ten."""
+    from dataclasses import replace
+
+    from countdown_study.study import presets
+
+    ten = replace(presets.STUDY_PRESETS["tiny"], seeds=tuple(range(10)))
+    monkeypatch.setitem(presets.STUDY_PRESETS, "tiny", ten)
+    seeds = {notebook: at.seeds for notebook, _, at in grid.grid_rows(["02_baselines", "09_scale"], "tiny")}
+    assert seeds == {"02_baselines": tuple(range(10)), "09_scale": (0, 1, 2, 3, 4)}
+    assert ten.first_seeds(None) is ten and ten.first_seeds(20) is ten

@@ -296,9 +296,12 @@ def test_notebook_09_runs_the_scale_rows_from_each_sizes_parameter():
     assert parameters == {"preset": "quick", **{s.parameter: s.policy for s in scale.SIZES}}
     opening = code[1].source
     assert 'methods = study.notebook_methods("09_scale", "embedded")' in opening
-    assert 'run_notebook_study("09_scale", methods, preset, policy)' in opening
+    assert 'run_notebook_study("09_scale", methods, preset, policy, seeds=scale.SEEDS)' in opening
     for size in ("small", "large"):  # each run only when its policy is there (``scale.unshipped``)
-        call = f'run_notebook_study("09_scale", study.notebook_methods("09_scale", "{size}"), preset, {size}_policy)'
+        call = (
+            f'run_notebook_study("09_scale", study.notebook_methods("09_scale", "{size}"), preset, {size}_policy, '
+            "seeds=scale.SEEDS)"
+        )
         assert f'if "{size}" not in missing:\n    {size} = {call}' in opening
     assert not any(
         line.lstrip().startswith(("def ", "class ")) for c in code for line in c.source.splitlines()

@@ -55,6 +55,9 @@ class NotebookStudy:
     """That parameter's value in the notebook."""
     block: str = ""
     """Its name among the notebook's calls where it makes more than one (``notebook_methods``)."""
+    seeds: int | None = None
+    """At most this many training seeds, the preset's first (``StudyPreset.first_seeds``; None: all of
+    them): notebook 09 compares every size on the same five, however many the preset has."""
     optional: bool = False
     """Skipped, with no runs planned, while its policy is a shipped name not shipped yet (``scale.unshipped``):
     the notebook skips such a call with a message (notebook 09's other sizes); a folder or hub id is run."""
@@ -108,7 +111,7 @@ NOTEBOOK_STUDIES: dict[str, tuple[NotebookStudy, ...]] = {
         ),
     ),
     "09_scale": tuple(
-        NotebookStudy(scale.ROWS, size.parameter, size.policy, block=size.name, optional=True)
+        NotebookStudy(scale.ROWS, size.parameter, size.policy, size.name, scale.SEEDS, optional=True)
         for size in sorted(scale.SIZES, key=lambda size: size.name != "embedded")  # the notebook's order
     ),
 }
@@ -166,7 +169,7 @@ def grid_rows(
             policy = parameters.get(study.policy_parameter, study.default_policy)
             if study.optional and scale.unshipped({study.block: policy}):
                 continue
-            at = study_preset(preset, policy=policy)
+            at = study_preset(preset, policy=policy).first_seeds(study.seeds)
             rows.extend((notebook, method, at) for method in study.methods)
     return rows
 

@@ -49,13 +49,15 @@ def run_notebook_study(
     preset: str,
     policy: str = "embedded",
     progress: bool = False,
+    seeds: int | None = None,
 ) -> tuple[StudyResult, dict[str, Any]]:
     """Run (or load) every method at every seed of ``preset`` from ``policy``; the result and ``meta``.
 
     ``meta`` is ``{"notebook", "preset", "policy", "runs"}`` with one ``RUN_FIELDS`` record per
     (method, seed). ``progress`` shows the training bars (off: a notebook's outputs keep no bars).
+    ``seeds``: only the preset's first ``seeds`` training seeds (``StudyPreset.first_seeds``; None: all).
     """
-    at = study.study_preset(preset, policy=policy)
+    at = study.study_preset(preset, policy=policy).first_seeds(seeds)
     root = paths.runs_dir(preset)
     finished = finished_before(methods, at, root)
     result = study.run_study(methods, at, root=root, progress=progress)

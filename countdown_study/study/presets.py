@@ -110,6 +110,11 @@ class StudyPreset:
         sampling = replace(CPU.eval.sampling, max_new_tokens=self.eval_max_new_tokens)
         return replace(CPU.eval, n=self.eval_n, sampling=sampling)
 
+    def first_seeds(self, count: int | None) -> StudyPreset:
+        """This preset with only its first ``count`` training seeds (all of them where ``count`` is None or
+        not smaller): a notebook that compares on a fixed number of seeds (notebook 09's sizes)."""
+        return self if count is None or count >= len(self.seeds) else replace(self, seeds=self.seeds[:count])
+
     def method_seeds(self, methods: Iterable[M]) -> list[tuple[M, int]]:
         """Every ``(method, seed)`` of ``methods`` at this preset's seeds, method by method: the runs of a
         study, in the order they are run, gathered and listed."""

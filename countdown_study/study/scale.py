@@ -78,6 +78,10 @@ class Size:
         return RECIPES[self.recipe].config.model.num_parameters
 
 
+SEEDS = 5
+"""Training seeds per size: the preset's first five, at every size, however many the preset has (the
+3.4M rows' other seeds are left out here so that every size is compared on the same seeds)."""
+
 SIZES = (Size("small", "small", "small_policy"), Size("embedded", "solver", "policy"),
          Size("large", "large", "large_policy"))  # fmt: skip
 """The three sizes, smallest first."""
