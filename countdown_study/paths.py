@@ -52,6 +52,13 @@ def runs_dir(preset: str = PAPER_PRESET) -> Path:
     return preset_dir(preset) / "runs"
 
 
+def remake_runs_dir() -> Path:
+    """Where ``--reproduce`` trains a shipped checkpoint again (``training.reproduce``):
+    ``<results>/runs.reproduce`` (git-ignored), apart from ``runs_dir()``, which holds the shipped run under
+    the same id."""
+    return runs_dir().with_name("runs.reproduce")
+
+
 def tables_dir(preset: str = PAPER_PRESET) -> Path:
     """Tables (CSV and Markdown): ``<preset_dir>/tables``."""
     return preset_dir(preset) / "tables"

@@ -108,11 +108,13 @@ def test_verify_names_each_shipped_checkpoint_trained_from_a_dirty_tree(tmp_path
         (checkpoints / name / record).write_text("{not json" if body is None else json.dumps(body))
     assert shipped_dirty_warnings(checkpoints) == [
         "the shipped checkpoint dirty was trained from a tree with uncommitted code changes (sft.json: git_dirty "
-        "at abcdef123456); the runs that start from it inherit this, and training it again from a clean commit "
-        "changes its digest and so their run ids",
+        "at abcdef123456) (`--reproduce` of the command that trained it checks whether a clean commit makes the "
+        "same weights); the runs that start from it inherit this, and training it again from a clean commit to "
+        "other weights changes its digest and so their run ids",
         "the shipped checkpoint proposer was trained from a tree with uncommitted code changes (teacher.json: "
-        "git_dirty at 2222); the runs that start from it inherit this, and training it again from a clean "
-        "commit changes its digest and so their run ids",
+        "git_dirty at 2222) (`--reproduce` of the command that trained it checks whether a clean commit makes "
+        "the same weights); the runs that start from it inherit this, and training it again from a clean commit "
+        "to other weights changes its digest and so their run ids",
     ]
     monkeypatch.setattr(paths, "CHECKPOINTS_DIR", checkpoints)
     (tmp_path / "runs").mkdir()

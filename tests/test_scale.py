@@ -299,8 +299,8 @@ def test_notebook_09_runs_the_scale_rows_from_each_sizes_parameter():
     assert 'run_notebook_study("09_scale", methods, preset, policy, seeds=scale.SEEDS)' in opening
     for size in ("small", "large"):  # each run only when its policy is there (``scale.unshipped``)
         call = (
-            f'run_notebook_study("09_scale", study.notebook_methods("09_scale", "{size}"), preset, {size}_policy, '
-            "seeds=scale.SEEDS)"
+            f'run_notebook_study(\n        "09_scale", study.notebook_methods("09_scale", "{size}"), preset, '
+            f"{size}_policy, seeds=scale.SEEDS\n    )"
         )
         assert f'if "{size}" not in missing:\n    {size} = {call}' in opening
     assert not any(

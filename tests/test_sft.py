@@ -591,7 +591,8 @@ def test_command_line_options_reach_the_config():
 def test_the_command_trains_in_the_store_and_prints_the_run(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(sft_cli, "config_from_args", lambda args: TINY)
     args = argparse.Namespace(recipe="solver", root=tmp_path, resume_from=None, no_progress=True, ship=False,
-                              steps=None, threads=None, batch_size=None, checkpoint_every=None)  # fmt: skip
+                              reproduce=False, steps=None, threads=None, batch_size=None,
+                              checkpoint_every=None)  # fmt: skip
     assert sft_cli.cli_main(args) == 0
     store = sft.open_run(TINY, tmp_path)
     assert store.is_done and str(store.path) in capsys.readouterr().out

@@ -43,12 +43,13 @@ USER_ERRORS = (ValueError, TypeError, KeyError, OSError)
 LIBRARY_ERRORS = (
     ("countdown_study.runs.store", "RunCorruptError"),
     ("countdown_study.runs.store", "RunBusyError"),
+    ("countdown_study.runs.provenance", "DirtyTreeError"),
     ("yaml", "YAMLError"),
     ("datasets.exceptions", "DatasetsError"),
 )
 """More exceptions reported as one line, by module and name so that parsing imports none of them: a
-finished run refused as corrupt, a run another process holds, text that is not YAML, a data set that
-does not load."""
+finished run refused as corrupt, a run another process holds, a run refused on a dirty tree, text that is
+not YAML, a data set that does not load."""
 
 
 def user_errors() -> tuple[type[BaseException], ...]:

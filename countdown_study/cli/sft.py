@@ -7,7 +7,9 @@ make ``embedded-small`` and ``embedded-large`` (the solver recipe at other sizes
 checkpoint. ``--resume-from`` continues another run's checkpoint whose schedule differs only in length
 (before both decay starts). ``--ship`` copies the final weights to the recipe's package folder,
 measures them on the held-out tasks as the recipe says and records it in ``sft.json`` (``large`` stores its
-weights in bf16).
+weights in bf16). ``--reproduce`` trains the shipped recipe again from a clean commit into another store
+(``paths.remake_runs_dir``) and records in the shipped ``sft.json`` whether its weights came out bit-identical
+(``training.reproduce``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from countdown_study.cli.bounds import (
     device_memory,
     kv_bytes_per_token,
 )
-from countdown_study.paths import runs_dir
+from countdown_study.paths import remake_runs_dir, runs_dir
 from countdown_study.training.device import DEVICES
 
 if TYPE_CHECKING:
@@ -76,8 +78,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="another SFT run's checkpoint (last.pt or its run folder) to continue when this run has none; "
         "only a schedule of another length, checkpointed before both decay starts (default: none)",
     )
-    parser.add_argument(
+    shipping = parser.add_mutually_exclusive_group()
+    shipping.add_argument(
         "--ship", action="store_true", help="save the final model to the recipe's package checkpoint"
+    )
+    shipping.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="train the shipped checkpoint's recorded config again from a clean commit (into "
+        "results/runs.reproduce unless --root), and record in its sft.json whether the weights are "
+        "bit-identical (exit 1 when they differ)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar of a terminal")
 
@@ -139,6 +149,8 @@ def cli_main(args: argparse.Namespace) -> int:
         from countdown_study.policy import hide_library_bars  # loads torch: after the checks
 
         hide_library_bars()
+    if args.reproduce:
+        return reproduce(args, recipe, config, show)
     store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=show)
     facts = store.load_results()
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "
@@ -154,3 +166,24 @@ def cli_main(args: argparse.Namespace) -> int:
         for problem in quality_shortfalls(quality, recipe.goal):
             print(f"quality goal missed: {problem}")
     return 0
+
+
+def reproduce(args: argparse.Namespace, recipe, config: SFTConfig, show: bool) -> int:
+    """``--reproduce``: the recipe's recorded config trained again from a clean commit, compared with the
+    shipped weights, the finding written into its ``sft.json`` (``training.reproduce.remake``); 0 when
+    bit-identical, else 1."""
+    from countdown_study.training.reproduce import remake, summary
+    from countdown_study.training.sft import SHIPPED_INFO_FILE, config_to_dict, ship, train_sft
+
+    record = remake(
+        recipe.policy,
+        recipe.dest / SHIPPED_INFO_FILE,
+        config_to_dict(config),
+        lambda: train_sft(
+            config, root=args.root or remake_runs_dir(), resume_from=args.resume_from, progress=show
+        ),
+        lambda run, dest: ship(run, dest, recipe.weights_dtype),
+        f"countdown-study sft --recipe {args.recipe} --reproduce",
+    )
+    print(summary(recipe.policy, record))
+    return 0 if record["identical"] else 1

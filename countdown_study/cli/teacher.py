@@ -3,7 +3,10 @@
 The run lands in ``<root>/teacher-<hash>/`` (``training.teacher_train``; a finished run is loaded).
 ``--ship`` copies its weights to the package's ``checkpoints/teacher`` and measures them: at least
 500 proposals per tier through the rule-based generator's checks, compared with that generator, all
-recorded in ``teacher.json``. ``countdown-study teacher --ship`` regenerates the shipped teacher.
+recorded in ``teacher.json``. ``countdown-study teacher --ship`` regenerates the shipped teacher;
+``--reproduce`` trains the shipped teacher's config again from a clean commit into another store
+(``paths.remake_runs_dir``) and records in ``teacher.json`` whether its weights came out bit-identical
+(``training.reproduce``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from countdown_study.cli.bounds import (
     host_memory,
     kv_bytes_per_token,
 )
-from countdown_study.paths import runs_dir
+from countdown_study.paths import remake_runs_dir, runs_dir
 
 CONFIG_OPTIONS = ("steps", "seed", "threads", "batch_size", "lr")
 """``ProposerConfig`` fields the command line sets; an option left out keeps the config's default."""
@@ -36,8 +39,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, help="examples per step (default: ProposerConfig's)")
     parser.add_argument("--lr", type=float, help="peak learning rate (default: ProposerConfig's)")
     parser.add_argument("--proposals", type=int, default=512, help="proposals per tier when measuring")
-    parser.add_argument(
+    shipping = parser.add_mutually_exclusive_group()
+    shipping.add_argument(
         "--ship", action="store_true", help="copy the proposer to the package's checkpoints/teacher, measured"
+    )
+    shipping.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="train the shipped teacher's recorded config again from a clean commit (into "
+        "results/runs.reproduce unless --root), and record in its teacher.json whether the weights are "
+        "bit-identical (exit 1 when they differ)",
     )
     parser.add_argument("--no-progress", action="store_true", help="print no step lines")
 
@@ -76,6 +87,8 @@ def cli_main(args: argparse.Namespace) -> int:
         kv_bytes_per_token(config.model.num_layers, config.model.hidden_size),
         host_memory(),
     )
+    if args.reproduce:
+        return reproduce(args, config)
     store = train_proposer(config, root=args.root, progress=not args.no_progress)
     facts = store.load_results()
     print(f"run {store.path}: {facts['steps_done']} steps in {facts['wall_seconds']:.0f} s; "
@@ -89,3 +102,26 @@ def cli_main(args: argparse.Namespace) -> int:
         if measured["acceptance"]["overall"] < measured["goal"]:
             print(f"acceptance goal missed: {measured['acceptance']['overall']:.3f} < {measured['goal']}")
     return 0
+
+
+def reproduce(args: argparse.Namespace, config) -> int:
+    """``--reproduce``: the shipped teacher's recorded config trained again from a clean commit, compared
+    with its weights, the finding written into ``teacher.json`` (``training.reproduce.remake``); 0 when
+    bit-identical, else 1."""
+    import json
+    from dataclasses import asdict
+
+    from countdown_study.training.reproduce import remake, summary
+    from countdown_study.training.teacher import TEACHER_INFO_FILE
+    from countdown_study.training.teacher_train import TEACHER_CHECKPOINT_DIR, ship, train_proposer
+
+    record = remake(
+        "teacher",
+        TEACHER_CHECKPOINT_DIR / TEACHER_INFO_FILE,
+        json.loads(json.dumps(asdict(config))),
+        lambda: train_proposer(config, root=args.root or remake_runs_dir(), progress=not args.no_progress),
+        ship,
+        "countdown-study teacher --reproduce",
+    )
+    print(summary("teacher", record))
+    return 0 if record["identical"] else 1

@@ -228,13 +228,23 @@ def dirty_provenance_warnings(records: Mapping[str, Mapping[str, Any]]) -> list[
 
 TRAINING_RECORDS = ("sft.json", "teacher.json")
 """The files in which a shipped checkpoint records how it was trained (``git_sha``, ``git_dirty``)."""
+REPRODUCED = "reproduced"
+"""The key of a training record holding a re-make of the checkpoint (``training.reproduce``): the re-making
+run's ``git_sha`` and ``git_dirty``, and whether its weights are ``identical`` to the shipped ones."""
+
+
+def clean_remake(record: Mapping[str, Any]) -> bool:
+    """Whether a training record holds a re-make from a clean tree whose weights are bit-identical."""
+    remade = record.get(REPRODUCED)
+    return isinstance(remade, dict) and remade.get("identical") is True and remade.get("git_dirty") is False
 
 
 def shipped_dirty_warnings(checkpoints: Path) -> list[str]:
     """One line per shipped checkpoint (a folder of ``checkpoints``) whose training record
     (``TRAINING_RECORDS``) says it was trained from a tree with uncommitted code changes: every run that
     starts from it inherits that, and training it again from a clean commit gives it another digest, so
-    another id to every such run."""
+    another id to every such run, unless that training gave the same weights. None for a checkpoint re-made
+    bit-identical from a clean commit (``clean_remake``); a re-make that differs is named in the line."""
     lines = []
     for folder in sorted(p for p in Path(checkpoints).iterdir() if p.is_dir()):
         for name in TRAINING_RECORDS:
@@ -242,11 +252,19 @@ def shipped_dirty_warnings(checkpoints: Path) -> list[str]:
                 record = json.loads((folder / name).read_text())
             except (OSError, json.JSONDecodeError, UnicodeDecodeError):
                 continue
-            if isinstance(record, dict) and record.get("git_dirty"):
+            if isinstance(record, dict) and record.get("git_dirty") and not clean_remake(record):
                 sha = str(record.get("git_sha") or "unknown")[:12]
+                remade = record.get(REPRODUCED)
+                tried = (
+                    f"; its re-make from {str(remade.get('git_sha'))[:12]} differs in "
+                    f"{len(remade.get('differing') or [])} tensors"
+                    if isinstance(remade, dict) and remade.get("identical") is False
+                    else " (`--reproduce` of the command that trained it checks whether a clean commit makes the "
+                    "same weights)"
+                )
                 lines.append(
                     f"the shipped checkpoint {folder.name} was trained from a tree with uncommitted code changes "
-                    f"({name}: git_dirty at {sha}); the runs that start from it inherit this, and training it "
-                    "again from a clean commit changes its digest and so their run ids"
+                    f"({name}: git_dirty at {sha}){tried}; the runs that start from it inherit this, and "
+                    "training it again from a clean commit to other weights changes its digest and so their run ids"
                 )
     return lines
