@@ -50,7 +50,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "results/runs.reproduce unless --root), and record in its teacher.json whether the weights are "
         "bit-identical (exit 1 when they differ)",
     )
-    parser.add_argument("--no-progress", action="store_true", help="print no step lines")
+    parser.add_argument("--no-progress", action="store_true", help="print no step lines and no loading bars")
 
 
 def check_args(args: argparse.Namespace) -> None:
@@ -87,6 +87,10 @@ def cli_main(args: argparse.Namespace) -> int:
         kv_bytes_per_token(config.model.num_layers, config.model.hidden_size),
         host_memory(),
     )
+    if args.no_progress:
+        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
+
+        hide_library_bars()
     if args.reproduce:
         return reproduce(args, config)
     store = train_proposer(config, root=args.root, progress=not args.no_progress)
