@@ -170,3 +170,9 @@ def test_what_ten_seeds_changed_as_markdown(tmp_path):
         "MDE 0.011 | holds |",
     ]
     assert seed_change_markdown(None) == ""
+
+
+def test_a_one_seed_study_counts_every_claim():
+    one = claims().assign(verdict=["one seed: no verdict", "holds", "same runs as 004.b", "not tested"])
+    assert count_table(one)[0] == "| report | holds | same runs | one seed: no verdict | not tested | all |"
+    assert count_table(one)[-1] == "| all | 1 | 1 | 1 | 1 | 4 |"

@@ -34,8 +34,9 @@ REQUIRED = ("claim_id", "report", "statement", "metric", "a", "b", "sign", "repo
             "ours_a", "ours_b", "diff", "ci_low", "ci_high", "mde", "n_seeds", "seeds_needed", "verdict")  # fmt: skip
 """Columns of ``claims.csv`` the README uses (``study.claims.CLAIMS_COLUMNS`` has them all)."""
 ORDER = ("holds", "reversed", "borderline", "inside noise", "underpowered", "untestable", "same runs",
-         "not tested")  # fmt: skip
-"""The verdict categories in the order they are counted (``same runs as <claim>`` under ``same runs``)."""
+         "one seed: no verdict", "not tested")  # fmt: skip
+"""The verdict categories in the order they are counted (``same runs as <claim>`` under ``same runs``; a
+study of one training seed judges none)."""
 SHOWN = ("holds", "reversed", "borderline")
 """The categories whose claims the README lists one by one."""
 REPORT_MODEL = "Qwen2.5-0.5B SFT"
