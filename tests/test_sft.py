@@ -26,6 +26,7 @@ from countdown_study.policy import (
 )
 from countdown_study.policy.model import SHIP_COMMANDS
 from countdown_study.policy.traces import SearchRecipe
+from countdown_study.runs.provenance import REPRODUCED
 from countdown_study.runs.store import RunNotFinishedError, run_id
 from countdown_study.training import sft, sft_data
 from countdown_study.training.checkpoint import write_checkpoint
@@ -416,6 +417,7 @@ def test_ship_writes_a_loadable_policy_and_its_facts(tmp_path):
         json.loads(text),
         json.loads((EMBEDDED_CHECKPOINT_DIR / sft.SHIPPED_INFO_FILE).read_text()),
     )
+    shipped.pop(REPRODUCED)  # added after shipping, by its clean re-make (``training.reproduce``)
     assert list(info) == list(shipped) and list(info["config"]) == list(shipped["config"])  # same layout
     assert info["config"] == sft.config_to_dict(TINY)
     quality = sft.measure_quality(TINY, dest, run.path)
