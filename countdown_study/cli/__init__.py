@@ -113,6 +113,29 @@ def interactive() -> bool:
     return sys.stderr.isatty()
 
 
+def hide_library_bars_unless(show: bool) -> None:
+    """Hide transformers' own bars ("Loading weights") where the command hides its own: a log or a notebook
+    gets none (``policy.hide_library_bars``). Loads torch: call it after the torch-free checks."""
+    if not show:
+        from countdown_study.policy import hide_library_bars
+
+        hide_library_bars()
+
+
+def ship_options(parser: argparse.ArgumentParser, ship_help: str, record: str) -> None:
+    """``--ship`` (``ship_help``) and, exclusive with it, ``--reproduce``: re-make the shipped checkpoint
+    whose training record is the file ``record`` (``training.reproduce``)."""
+    shipping = parser.add_mutually_exclusive_group()
+    shipping.add_argument("--ship", action="store_true", help=ship_help)
+    shipping.add_argument(
+        "--reproduce",
+        action="store_true",
+        help="train the shipped checkpoint's recorded config again from a clean commit (into "
+        f"results/runs.reproduce unless --root), and record in its {record} whether the weights are "
+        "bit-identical (exit 1 when they differ)",
+    )
+
+
 def output_folders(args: argparse.Namespace) -> list[Path]:
     """Where a command writes (its module's ``output_folders(args)``; none when it does not say)."""
     folders = getattr(args._module, "output_folders", None)

@@ -147,7 +147,7 @@ def warn(line: str) -> None:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study eval``: load, evaluate, write the summary JSON (and the table)."""
-    from countdown_study.cli import interactive
+    from countdown_study.cli import hide_library_bars_unless, interactive
 
     check_counts(args)
     check_paths(args)
@@ -177,10 +177,7 @@ def cli_main(args: argparse.Namespace) -> int:
     )
     prepare_device(device)
     show = interactive() and not args.no_progress
-    if not show:
-        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
-
-        hide_library_bars()
+    hide_library_bars_unless(show)
     model, tokenizer = load_policy(args.policy, tokenizer=args.tokenizer, device=device)
     result = evaluate(
         model,

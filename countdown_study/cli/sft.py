@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from countdown_study.cli import ship_options
 from countdown_study.cli.bounds import (
     check_batch_memory,
     check_count,
@@ -78,17 +79,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="another SFT run's checkpoint (last.pt or its run folder) to continue when this run has none; "
         "only a schedule of another length, checkpointed before both decay starts (default: none)",
     )
-    shipping = parser.add_mutually_exclusive_group()
-    shipping.add_argument(
-        "--ship", action="store_true", help="save the final model to the recipe's package checkpoint"
-    )
-    shipping.add_argument(
-        "--reproduce",
-        action="store_true",
-        help="train the shipped checkpoint's recorded config again from a clean commit (into "
-        "results/runs.reproduce unless --root), and record in its sft.json whether the weights are "
-        "bit-identical (exit 1 when they differ)",
-    )
+    ship_options(parser, "save the final model to the recipe's package checkpoint", "sft.json")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar of a terminal")
 
 
@@ -130,7 +121,7 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study sft``."""
-    from countdown_study.cli import interactive
+    from countdown_study.cli import hide_library_bars_unless, interactive
 
     check_args(args)
     from countdown_study.training.sft import (
@@ -145,10 +136,7 @@ def cli_main(args: argparse.Namespace) -> int:
     recipe, config = RECIPES[args.recipe], config_from_args(args)
     check_memory(config)
     show = interactive() and not args.no_progress
-    if not show:
-        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
-
-        hide_library_bars()
+    hide_library_bars_unless(show)
     if args.reproduce:
         return reproduce(args, recipe, config, show)
     store = train_sft(config, root=args.root, resume_from=args.resume_from, progress=show)

@@ -15,6 +15,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from countdown_study.cli import ship_options
 from countdown_study.cli.bounds import (
     check_batch_memory,
     check_count,
@@ -39,17 +40,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, help="examples per step (default: ProposerConfig's)")
     parser.add_argument("--lr", type=float, help="peak learning rate (default: ProposerConfig's)")
     parser.add_argument("--proposals", type=int, default=512, help="proposals per tier when measuring")
-    shipping = parser.add_mutually_exclusive_group()
-    shipping.add_argument(
-        "--ship", action="store_true", help="copy the proposer to the package's checkpoints/teacher, measured"
-    )
-    shipping.add_argument(
-        "--reproduce",
-        action="store_true",
-        help="train the shipped teacher's recorded config again from a clean commit (into "
-        "results/runs.reproduce unless --root), and record in its teacher.json whether the weights are "
-        "bit-identical (exit 1 when they differ)",
-    )
+    ship_options(parser, "copy the proposer to the package's checkpoints/teacher, measured", "teacher.json")
     parser.add_argument("--no-progress", action="store_true", help="print no step lines and no loading bars")
 
 
@@ -69,6 +60,8 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Run ``countdown-study teacher``."""
+    from countdown_study.cli import hide_library_bars_unless
+
     check_args(args)
     from countdown_study.training.teacher_train import (
         ProposerConfig,
@@ -87,10 +80,7 @@ def cli_main(args: argparse.Namespace) -> int:
         kv_bytes_per_token(config.model.num_layers, config.model.hidden_size),
         host_memory(),
     )
-    if args.no_progress:
-        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
-
-        hide_library_bars()
+    hide_library_bars_unless(not args.no_progress)
     if args.reproduce:
         return reproduce(args, config)
     store = train_proposer(config, root=args.root, progress=not args.no_progress)

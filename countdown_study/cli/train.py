@@ -88,7 +88,7 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Train (or load) the run and print its evaluation summary as JSON."""
-    from countdown_study.cli import interactive
+    from countdown_study.cli import hide_library_bars_unless, interactive
 
     check_args(args)
 
@@ -109,10 +109,7 @@ def cli_main(args: argparse.Namespace) -> int:
         policy_bytes_per_token(shipped_policy_dir(config.data.policy)),
         device_memory(resolve_device(config.device).type),
     )
-    if not interactive():
-        from countdown_study.policy import hide_library_bars  # loads torch: after the checks
-
-        hide_library_bars()
+    hide_library_bars_unless(interactive())
     store = train(config, root=args.root, progress=interactive())
     print(json.dumps({"run": str(store.path), **store.load_results()["eval"]}, indent=1, default=str))
     return 0
