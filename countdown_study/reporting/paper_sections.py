@@ -129,10 +129,10 @@ def table_fragment(spec: TableSpec, table: pd.DataFrame, notebook: str) -> str:
     """The table of ``spec`` from its CSV ``table`` (``fitted_table``)."""
     if spec.metrics is not None and "metric" in table:
         table = table[table["metric"].isin(spec.metrics)]
-    caption = f"{spec.caption} {source_note(notebook, spec.name)}"
-    if table.empty and spec.absent:  # written with no rows: the caption says why
-        caption = f"{spec.caption} {spec.absent} {source_note(notebook, spec.name)}"
-    columns = present(table, spec.columns)
+    why = (
+        f" {spec.absent}" if table.empty and spec.absent else ""
+    )  # written with no rows: the caption says why
+    caption, columns = f"{spec.caption}{why} {source_note(notebook, spec.name)}", present(table, spec.columns)
     return fitted_table(table, columns, caption, f"tab:{spec.name}", spec.group, spec.long, spec.lead)
 
 
