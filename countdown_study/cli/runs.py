@@ -51,6 +51,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="runs made in another environment (packages, Python, CPU capability) than this one",
     )  # fmt: skip
     retire.add_argument("--dry-run", action="store_true", help="only list the runs (default: move them)")
+    bring = actions.add_parser(
+        "import", help="copy finished runs from another run store into this one",
+        description="Copy every finished run of SOURCE (another clone's results/runs, a cluster's store) that "
+        "checks against its recorded checksums and was made from a clean tree into the store, without its "
+        "checkpoints or raw samples. A run the store holds with the same provenance and results is left as it "
+        "is; one made here from a dirty tree or in another environment is replaced by an incoming run made "
+        "from a clean tree in this environment (the old copy moved to ROOT.retired/); any other difference is "
+        "a conflict and nothing is changed. One line per run not already here, then the counts; exit 1 when a "
+        "run was refused.",
+    )  # fmt: skip
+    bring.add_argument("source", metavar="SOURCE", help="the run store to copy from")
+    bring.add_argument("--dry-run", action="store_true", help="only list what would be copied")
+    bring.add_argument("--root", default=None, help="run store folder to copy into (default results/runs)")
     retire.add_argument("--root", default=None, help="run store folder (default results/runs)")
     verify.add_argument("--root", default=None, help="run store folder (default results/runs)")
     status.add_argument(
@@ -69,6 +82,8 @@ def cli_main(args: argparse.Namespace) -> int:
         return status(args, root)
     if args.action == "retire":
         return retire(root, args.dirty, args.other_environment, dry_run=args.dry_run)
+    if args.action == "import":
+        return import_runs(Path(args.source), root, dry_run=args.dry_run)
     from countdown_study import paths
     from countdown_study.runs.environments import table_environment_warnings
     from countdown_study.runs.provenance import dirty_provenance_warnings, shipped_dirty_warnings
@@ -179,3 +194,34 @@ def retire(root: Path, dirty: bool = False, other_environment: bool = False, dry
     verb = "would be moved" if dry_run else f"moved to {retired}"
     print(f"{len(reasons)} finished runs made {made} {verb}")
     return 0
+
+
+IMPORT_VERBS = {"import": ("would import", "imported"), "replace": ("would replace", "replaced")}
+"""How ``import_runs`` names each action that changes the store, in a dry run and otherwise."""
+
+
+def import_runs(source: Path, root: Path, dry_run: bool = False) -> int:
+    """Copy the finished runs of the store ``source`` into ``root`` as ``runs.transfer.plan_import`` decides
+    (``dry_run``: list them only). Prints one line per run imported, replaced or refused, with its reason,
+    then the counts; exit 1 when a run was refused, else 0."""
+    from countdown_study.runs.run_checks import this_environment
+    from countdown_study.runs.transfer import apply_import, plan_import
+
+    plan = plan_import(source, root, this_environment())
+    if not dry_run:
+        apply_import(source, root, plan)
+    for item in plan:
+        if item.action == "same":
+            continue
+        verb = "refused" if item.action == "refuse" else IMPORT_VERBS[item.action][0 if dry_run else 1]
+        print(f"{verb} {item.run_id}" + (f" ({item.reason})" if item.reason else ""))
+    counts = {
+        action: sum(item.action == action for item in plan)
+        for action in ("import", "replace", "same", "refuse")
+    }
+    done = "would be" if dry_run else "were"
+    print(
+        f"{len(plan)} finished runs in {source}: {counts['import']} {done} imported, {counts['replace']} {done} "
+        f"replaced, {counts['same']} already here, {counts['refuse']} refused"
+    )
+    return 1 if counts["refuse"] else 0
