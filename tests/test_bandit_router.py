@@ -300,3 +300,33 @@ def test_resumed_router_makes_identical_batches(name):
 def test_batches_are_determined_by_the_seed():
     same = [run(router(seed=s), range(8)) for s in (7, 7, 8)]
     assert same[0] == same[1] and same[0] != same[2]
+
+
+def test_a_run_hands_a_router_that_makes_up_tasks_every_task_it_evaluates():
+    """The rule-based router's own proposals, made the run's held-out and validation tasks, are never
+    proposed again once the run builds the router (``training.loop.build_sampler``); nor are its extra
+    evaluation sets' tasks. A sampler that makes up no task is built without them."""
+    from countdown_study.countdown.load import load_tasks
+    from countdown_study.training.loop import TrainConfig, build_sampler
+    from countdown_study.training.specs import EvalSpec
+
+    def proposals(sampler):
+        return [
+            t.key
+            for tasks, _, arms, _ in run(sampler, range(10), batch_size=12)
+            for t, arm in zip(tasks, arms, strict=True)
+            if arm.startswith("synthetic:")
+        ]
+
+    free = proposals(make_sampler("adsc_rule_based", POOL, seed=3))
+    assert len(free) >= 8
+    evaluated = [Task(nums, target) for nums, target in free[:8]]  # what the router would train on first
+    held_out, validation = evaluated[:6], evaluated[6:]
+    config = TrainConfig(sampler="adsc_rule_based", seed=3, eval=EvalSpec(extra_sets=(("ood", "ood:20:0"),)))
+    sampler = build_sampler(config, POOL, held_out, validation)
+    ood = load_tasks("ood:20:0")
+    assert {t.key for t in [*evaluated, *ood]} <= sampler.source.seen
+    again = proposals(sampler)
+    assert again and not set(again) & {t.key for t in evaluated}
+    uniform = build_sampler(TrainConfig(sampler="uniform", seed=3), POOL, held_out, validation)
+    assert uniform.name == "uniform" and len(uniform.next_batch(0, 4).tasks) == 4

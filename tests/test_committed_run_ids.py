@@ -26,7 +26,8 @@ CHANGED_ROWS = {
     # report 003's tight sweep: its validation tasks are out of the training pool (identity "validation")
     "Sweep control (c = 0)": 5,
     **{f"VCC c = {c}": 5 for c in study.VCC_COEFFICIENTS},
-    # report 004: every row also evaluates ood_targets; the teacher row's id also covers the teacher's weights
+    # report 004: every row also evaluates ood_targets; the teacher row's id also covers the teacher's weights;
+    # the two routers that make up tasks never propose one the run evaluates (identity "proposals")
     **{method.name: 5 for method in study.REPORT_004},
 }
 """Rows whose full-preset runs have new ids, and how many runs each (70 in all)."""

@@ -18,8 +18,9 @@ from countdown_study.reporting.deviations import deviations
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runs.store import run_id
 from countdown_study.training.loop import TrainConfig, run_identity, train
-from countdown_study.training.specs import DataSpec, EvalSpec
+from countdown_study.training.specs import NEVER_EVALUATED, DataSpec, EvalSpec
 from countdown_study.training.teacher import (
+    SHIPPED_TEACHER,
     TEACHER_CHECKPOINT_DIR,
     TeacherGenerator,
     load_teacher,
@@ -334,11 +335,26 @@ def test_a_changed_teacher_changes_the_run_id(tmp_path):
     assert run_id(config, identity=changed) != before
 
 
-@pytest.mark.parametrize("sampler", ["uniform", "adsc_rule_based", "adsc_real_only", "solution_count_hybrid"])
+@pytest.mark.parametrize("sampler", ["uniform", "adsc_real_only", "solution_count_hybrid"])
 def test_runs_without_a_teacher_keep_their_identity(sampler):
     config = TrainConfig(sampler=sampler)
     assert run_identity(config) == policy_identity(config.data.policy)  # as every committed run was named
     assert sampler_models(sampler, {"teacher": "somewhere"}) == {}
+
+
+@pytest.mark.parametrize("sampler", ["adsc_rule_based", "adsc_teacher"])
+def test_a_router_that_makes_up_tasks_is_named_for_never_proposing_an_evaluated_one(sampler):
+    """Runs from before the routers were handed every evaluated task (the rule-based one saw only the pool)
+    keep their old ids; these runs have new ones."""
+    config = TrainConfig(sampler=sampler)
+    identity = run_identity(config)
+    assert (
+        identity["proposals"] == NEVER_EVALUATED
+        and identity["policy"] == run_identity(TrainConfig())["policy"]
+    )
+    before = {key: value for key, value in identity.items() if key != "proposals"}
+    assert run_id(config, identity=identity) != run_id(config, identity=before)
+    assert sampler_models(sampler, {}) == ({"teacher": SHIPPED_TEACHER} if sampler == "adsc_teacher" else {})
 
 
 # ---------------------------------------------------------------------------------------------------

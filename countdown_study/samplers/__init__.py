@@ -36,6 +36,7 @@ from countdown_study.samplers.registry import (
     SAMPLERS,
     SamplerEntry,
     make_sampler,
+    proposes_tasks,
     run_options,
     sampler_entry,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "UniformWithReplacement",
     "UniformWithoutReplacement",
     "make_sampler",
+    "proposes_tasks",
     "run_options",
     "sampler_entry",
 ]

@@ -49,6 +49,9 @@ class SamplerEntry:
     builder: str = ""
     """``"module:function"`` building the sampler where it needs a layer above this one, imported when a
     run builds it (called like ``from_options``); "": ``sampler.from_options``."""
+    proposes: bool = False
+    """Whether the sampler trains on tasks it makes up (a task source: report 004's synthetic routers): the
+    run hands it the keys of every task it evaluates (``exclude_keys``), which it then never proposes."""
 
     def __call__(self, pool: Sequence[Task], seed: int = 0, **options: Any) -> Sampler:
         """The sampler over ``pool`` with the run's ``options`` (``Sampler.from_options``)."""
@@ -85,10 +88,13 @@ SAMPLERS: dict[str, SamplerEntry] = {
     **{name: SamplerEntry(FeatureSpaceSampler, config) for name, config in FSC_PRESETS.items()},
     "adsc_real_only": SamplerEntry(BanditRouterSampler, ADSC_REAL_ONLY),
     "adsc_rule_based": SamplerEntry(
-        BanditRouterSampler, ADSC_SYNTHETIC, arguments={"source_factory": RuleBasedGenerator}
+        BanditRouterSampler, ADSC_SYNTHETIC, arguments={"source_factory": RuleBasedGenerator}, proposes=True
     ),
     "adsc_teacher": SamplerEntry(
-        BanditRouterSampler, ADSC_SYNTHETIC, builder="countdown_study.training.teacher:teacher_router"
+        BanditRouterSampler,
+        ADSC_SYNTHETIC,
+        builder="countdown_study.training.teacher:teacher_router",
+        proposes=True,
     ),
     "difficulty_pools": SamplerEntry(DifficultyPoolsSampler, DIFFICULTY_POOLS),
     "beta_posterior": SamplerEntry(BetaPosteriorSampler, BETA_POSTERIOR),
@@ -107,6 +113,11 @@ def sampler_entry(name: str) -> SamplerEntry:
     if name not in SAMPLERS:
         raise ValueError(f"unknown sampler {name!r}; known samplers: {sorted(SAMPLERS)}")
     return SAMPLERS[name]
+
+
+def proposes_tasks(name: str) -> bool:
+    """Whether the sampler ``name`` makes up tasks to train on (``SamplerEntry.proposes``)."""
+    return sampler_entry(name).proposes
 
 
 def make_sampler(name: str, pool: Sequence[Task], seed: int = 0, **options: Any) -> Sampler:

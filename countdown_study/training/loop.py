@@ -35,7 +35,7 @@ from countdown_study.rollout import make_engine
 from countdown_study.runs.device import resolve_device
 from countdown_study.runs.memory import return_free_heap
 from countdown_study.runs.store import RunStore
-from countdown_study.samplers import make_sampler
+from countdown_study.samplers import make_sampler, proposes_tasks
 from countdown_study.training.aux import build_aux_losses
 from countdown_study.training.checkpoint import CHECKPOINT, load_checkpoint, save_checkpoint
 from countdown_study.training.common import (
@@ -59,7 +59,7 @@ from countdown_study.training.rloo import (
     rloo_step,
 )
 from countdown_study.training.rloo_config import ATTENTIONS, PRESETS, REWARDS, TrainConfig, on_engine, preset
-from countdown_study.training.specs import VALIDATION_SPLIT, split_validation
+from countdown_study.training.specs import NEVER_EVALUATED, VALIDATION_SPLIT, evaluated_keys, split_validation
 from countdown_study.training.teacher import sampler_models, teacher_fingerprint
 
 __all__ = [
@@ -94,6 +94,16 @@ def _tensorboard(store: RunStore):
     return SummaryWriter(str(store.path / "tensorboard"))
 
 
+def build_sampler(config: TrainConfig, pool: list, eval_tasks: list, validation: list):
+    """The run's sampler over its training ``pool``; a sampler that makes up tasks (``samplers.proposes_tasks``)
+    is handed the keys of every task the run evaluates (``specs.evaluated_keys``: ``eval_tasks``,
+    ``validation`` and the extra evaluation sets), so it never proposes one."""
+    options = dict(config.sampler_options)
+    if proposes_tasks(config.sampler):
+        options["exclude_keys"] = evaluated_keys(eval_tasks, validation, config.eval.extra_sets)
+    return make_sampler(config.sampler, pool, config.seed, **options)
+
+
 def run_training(config: TrainConfig, store: RunStore, progress: bool = True) -> dict:
     """Train (resuming from the store's checkpoint if any), evaluate, and return the results dict.
 
@@ -107,7 +117,7 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
         ref_model = load_reference(config.data, config.attention, device)
     pool, eval_tasks = study_tasks(config.data)
     pool, validation = split_validation(pool, config.eval)  # the validation tasks never train
-    sampler = make_sampler(config.sampler, pool, config.seed, **config.sampler_options)
+    sampler = build_sampler(config, pool, eval_tasks, validation)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=True
     )
@@ -162,12 +172,15 @@ def run_identity(config: TrainConfig) -> dict[str, str]:
     of every model the run uses, the starting policy (also its frozen reference) and a sampler's task
     proposer (``teacher.sampler_models``: ``adsc_teacher``'s teacher), so new weights under the same name
     make new runs; and, for a run with snapshots, that its validation tasks are out of its training pool
-    (``specs.VALIDATION_SPLIT``). A run with neither a proposer nor snapshots has the policy's alone."""
+    (``specs.VALIDATION_SPLIT``); and, for a sampler that makes up tasks, that it never proposes a task the
+    run evaluates (``specs.NEVER_EVALUATED``). A run with none of these has the policy's alone."""
     identity = policy_identity(config.data.policy)
     for role, name in sampler_models(config.sampler, config.sampler_options).items():
         identity[role] = teacher_fingerprint(name)
     if config.eval.snapshot_every:
         identity["validation"] = VALIDATION_SPLIT
+    if proposes_tasks(config.sampler):
+        identity["proposals"] = NEVER_EVALUATED
     return identity
 
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from countdown_study.countdown.load import load_tasks
+from countdown_study.countdown.task import Task
 from countdown_study.evaluation.config import (
     HELD_OUT,
     TRAIN_POOL,
@@ -28,6 +30,7 @@ __all__ = [
     "HELD_OUT",
     "TRAIN_POOL",
     "VALIDATION_SPLIT",
+    "NEVER_EVALUATED",
     "AuxLossSpec",
     "DataSpec",
     "EvalSpec",
@@ -45,6 +48,23 @@ T = TypeVar("T")
 VALIDATION_SPLIT = "validation tasks held out of the training pool"
 """What a run with snapshots records in its identity (``training.loop.run_identity``): its validation tasks
 are out of the pool it trains on. Runs from before the split kept them in the pool and have other ids."""
+
+
+NEVER_EVALUATED = "proposes no task the run evaluates"
+"""What a run whose sampler makes up tasks (``samplers.proposes_tasks``: report 004's synthetic routers)
+records in its identity (``training.loop.run_identity``): the keys of its held-out, validation and extra
+evaluation tasks are in its task source's seen set (``evaluated_keys``). Runs from before kept only the pool's
+(the rule-based router) or the held-out set's too (the teacher router) and have other ids."""
+
+
+def evaluated_keys(
+    eval_tasks: Sequence[Task], validation: Sequence[Task], extra_sets: Sequence[tuple[str, str]]
+) -> list:
+    """The keys of every task a run evaluates: its held-out tasks, its validation tasks and each extra
+    evaluation set's (``EvalSpec.extra_sets``, loaded from their sources), which a sampler that makes up
+    tasks must never propose."""
+    extra = [task for _, source in extra_sets for task in load_tasks(source)]
+    return [task.key for task in [*eval_tasks, *validation, *extra]]
 
 
 def split_validation(pool: Sequence[T], spec: EvalSpec) -> tuple[list[T], list[T]]:
