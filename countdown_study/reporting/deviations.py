@@ -27,6 +27,13 @@ _SHARED = (
      "96 in training (rollouts stop at </answer>); 224 in evaluation (whole rollouts)",
      "the embedded model has 256 positions; at a 96-token evaluation budget 32% of the SFT policy's "
      "rollouts were cut, at 224 9.8%", "StudyPreset.max_new_tokens, StudyPreset.eval_max_new_tokens"),
+    ("training pool", "Countdown-Tasks-3to4, about 490K tasks (002: a run rolls out ~14K distinct tasks, "
+     "~3% of them)", "20,000 tasks of the package's generator (seed 1; the same distribution: 3 or 4 "
+     "numbers 1-99, targets 10-100), the held-out tasks removed; a full-preset run draws 1,920 prompts, "
+     "about a tenth of it", "no dataset download here, and the samplers precompute features and solution "
+     "counts over the whole pool; a run sees a larger share of it (a tenth against their ~3%), so fewer "
+     "tasks sit at a sampler's prior",
+     "training.specs.TRAIN_POOL"),
     ("learning rate", "1e-5 constant", "1e-4 constant",
      "a 3.4M model trained for 60 steps moves too little at 1e-5", "TrainConfig.lr"),
     ("held-out evaluation", "50 test prompts x 16 samples",
@@ -53,8 +60,19 @@ _ROWS = {
          "as the ablation row 'Adaptive v1 (mean reward)'",
          "with the 0.1 format score a never-solved prompt sits at exactly 0.1, on v1's closed lower band "
          "edge, so v1 would count unsolvable prompts as learnable", "RewardAdaptiveConfig.signal"),
+        ("reward-adaptive v1 weights outside the band", "'too-hard and too-easy prompts receive reduced "
+         "weight' (Sec. 3.4), and '90% from learnable prompts' (no value)", "0: v1's curriculum share draws "
+         "learnable prompts only; the 10% uniform share still reaches the others",
+         "the report contradicts itself; '90% from learnable prompts' is the rule it states with a number",
+         "ADAPTIVE_V1 (too_hard_weight, too_easy_weight)"),
         ("reward-adaptive v2 weights outside the band", "'higher sampling weights' (no value)",
          "0.25 relative to 1 for learnable prompts", "the report gives no value", "ADAPTIVE_V2"),
+        ("reward-adaptive 'unknown' prompts", "'unknown: insufficient observations' (no count, no weight)",
+         "unknown = never observed: one group of G samples settles a prompt's category; unknown prompts get "
+         "no curriculum weight (the uniform share explores them), and while no prompt is learnable the whole "
+         "batch is uniform", "the report gives neither a count nor a weight; a first group's mean is the "
+         "prompt's EMA (the row below), so one group is the evidence there is", "categorize, "
+         "category_weights, RewardAdaptiveSampler.choose"),
         ("first observation of a prompt", "not stated", "sets the EMA to the observed group mean",
          "no pull towards an arbitrary prior", "prompt_ema_update"),
         ("reward-adaptive v2 warm-up", "20 uniform steps of a 100-step run (20%)",
@@ -88,8 +106,17 @@ _ROWS = {
          "faithful; clear_on_move=True is the alternative", "SlidingWindowConfig.clear_on_move"),
         ("staged thirds", "proposed, not run", "run as a row (easy, medium, hard, a third of the steps each)",
          "it tests whether the controller adds anything beyond ordering", "STAGED_THIRDS"),
-        ("reward", "binary (format score 0)", "binary for every row of this notebook",
-         "the report's own reward, so its thresholds mean what they meant there", "REPORT_001 (format_score=0)"),
+        ("reward", "binary (eq. 1; Sec. 6 'the reward is binary'), though Table 3 lists a reward of 0.1 for "
+         "rollouts with arithmetic errors or invalid numbers and its average scores exceed pass@1 (0.256 vs "
+         "0.18), which a 0/1 score cannot", "binary for every row of this notebook (the evaluation's mean "
+         "score still counts the 0.1 format score, as theirs)", "the report contradicts itself; the rule it "
+         "states is binary, so its thresholds mean what they meant there", "REPORT_001 (format_score=0)"),
+        ("controller movement", "0.30 / 0.24 with W = 10 'produced visible movement across difficulty "
+         "buckets' (Sec. 5.1) on a policy at pass@1 0.12-0.18", "the same thresholds on a policy "
+         "stronger than theirs: the level, drawn per seed in the sampler-state figure, climbs from easy to hard "
+         "(every task) within the first steps and stays there, the window's pass rate above the lower "
+         "threshold, so most of the run draws from the whole pool", "the report's thresholds, kept; 'Sliding window (solver levels)' and "
+         "'Staged thirds' are the rows whose levels keep moving", "SLIDING_WINDOW (low, high)"),
     ),
     "002": (
         ("uniform control", "static mode of the same pipeline, with replacement, flat weights",
@@ -107,11 +134,15 @@ _ROWS = {
         ("sweep controls", "a no-contrast control matched to each c", "one control per seed (c = 0) for every "
          "c", "without the contrast the runs of a seed do not depend on c", "study.VCC_SWEEP_CONTROL"),
         ("checkpoint selection",
-         "checkpoints every few steps, trained on train[200:], selected on train[:200]",
+         "one checkpoint chosen across the whole tight sweep (c, seed and step: 'c = 0.005 with seed 37 at "
+         "step 60'), saved every 10 of 80 steps, trained on train[200:], selected on train[:200]",
          "snapshots every 10 steps and the last, on the first 200 pool tasks (taken out of the pool the "
-         "run trains on, as their train[200:]) and the held-out tasks, 4 samples each; ties go to the "
-         "earliest step",
-         "the report gives no interval or sample count; 4 samples keep a snapshot under a minute. The "
+         "run trains on, as their train[200:]) and the held-out tasks, 4 samples each; each run's best "
+         "validation step is selected (ties go to the earliest), and the claim pools those of every "
+         "coefficient and seed",
+         "one checkpoint of one sweep is a single draw with no interval; a selection per run gives one per "
+         "seed and coefficient to compare with the final checkpoints. The report gives no sample count; "
+         "4 samples keep a snapshot under a minute. The "
          "sweep's first runs trained on their validation tasks too; their run ids differ",
          "study.SNAPSHOTS, training.specs.EvalSpec.snapshot_every, training.specs.split_validation, "
          "study.selection"),

@@ -243,10 +243,14 @@ def fsc_deviations(config: FSCConfig = FSC_DYNAMIC_EDGE) -> list[Deviation]:
         Deviation("DV normalisation", "normalized DV space", "z-score of each field over the pool",
                   "one bandwidth then means one standard deviation in every field", ""),
         Deviation("bandwidth", "b, value not given", f"{c.kernel_bandwidth}",
-                  "neighbours differing in one binary field keep about exp(-2) weight", "kernel_bandwidth"),
-        Deviation("anchors", "observed edge/failure anchors",
+                  "one standard deviation of every z-scored field; a neighbour differing in one binary field "
+                  "keeps exp(-gap^2 / 2) of the weight: exp(-2) for a flag set on half the tasks (gap 2), "
+                  "about 0.016 for one set on 14% (gap 2.9)", "kernel_bandwidth"),
+        Deviation("anchors", "'observed edge/failure anchors' (Sec. 3), their values called 'anchor "
+                  "difficulties' a_j (Sec. 5.2)",
                   f"every observed task, carrying its {c.kernel_anchor} score",
-                  "the density-corrected average needs low anchors too", "kernel_anchor"),
+                  "the edge score is what the edge policy targets and the density-corrected average needs low "
+                  "anchors too; kernel_anchor='failure' carries the failure rate instead", "kernel_anchor"),
         Deviation("anchor minimum", "sparse anchors fall back to the neutral prior",
                   f"fewer than {c.kernel_min_anchors} anchors: flat", "too few anchors describe no region",
                   "kernel_min_anchors"),
