@@ -126,6 +126,12 @@ def test_task_values_on_a_worked_example():
     assert task_values(unparsed, "ood_nonzero_pass@16").tolist() == [0.0, 0.0]
     with pytest.raises(ValueError, match="unknown metric 'pass@99'"):
         task_values(samples, "pass@99")
+    sized = samples.assign(num_count=[3] * 4 + [4] * 4)  # the per-size metrics keep the tasks of one size
+    assert task_values(sized, "pass@1 (3 numbers)").tolist() == [0.5]
+    assert task_values(sized, "mean_score (4 numbers)").tolist() == pytest.approx([0.075])
+    assert task_values(sized, "pass@2 (4 numbers)").tolist() == [0.0]
+    with pytest.raises(ValueError, match="no evaluated task has 5 numbers"):
+        task_values(sized, "pass@1 (5 numbers)")
 
 
 def test_the_registry_loads_and_bad_rows_are_named(tmp_path):

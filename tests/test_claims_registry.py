@@ -12,9 +12,10 @@ from countdown_study.study import methods, selection, synthesis
 REGISTRY = Path(methods.__file__).with_name("claims_registry.csv")
 COLUMNS = ["claim_id", "report", "source", "statement", "kind", "metric", "a", "b", "sign", "report_a",
            "report_b", "block", "eval_set", "not_tested_why"]  # fmt: skip
-METRICS = {"pass@1", "pass@2", "pass@4", "pass@8", "pass@16", "avg_pass@k", "exact_rate", "mean_score",
-           "ood_exact_pass@16", "ood_nonzero_pass@16"}  # fmt: skip
-"""The metrics a tested claim may name."""
+BASE_METRICS = {"pass@1", "pass@2", "pass@4", "pass@8", "pass@16", "avg_pass@k", "exact_rate", "mean_score"}
+METRICS = {*BASE_METRICS, "ood_exact_pass@16", "ood_nonzero_pass@16",
+           *(f"{metric} ({count} numbers)" for metric in BASE_METRICS for count in (3, 4))}  # fmt: skip
+"""The metrics a tested claim may name: on every task, or on the tasks of one size (``claims.TASK_SIZE``)."""
 KIND_SIGNS = {"pair": {-1, 1}, "equal": {0}, "best": {1}, "worst": {-1}, "zero": {-1}, "nonzero": {1}}
 """The signs each kind of claim may carry."""
 ID = re.compile(r"(00[0-4])\.[a-z0-9]+(?:[-.][a-z0-9]+)*")

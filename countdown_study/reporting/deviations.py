@@ -183,7 +183,9 @@ _ROWS = {
          "'Hybrid curriculum'", "every row is compared at one training length; step 90 lies past our "
          "run, and selecting only the curricula's checkpoints would favour them", "reporting.references"),
         ("Table 2's RLOO baseline", "a run of its own (0.3063 rollout accuracy, against Table 1's 0.4963)",
-         "one RLOO row for both tables", "the same config gives the same run", "study.REPORT_003"),
+         "one RLOO row for both tables, so Table 1's claim that RLOO beats VCC-RLOO at pass@1 and Table 2's "
+         "that VCC-RLOO beats every row (RLOO included) test one pair of rows in opposite directions: at most "
+         "one can hold", "the same config gives the same run", "study.REPORT_003"),
         ("tight sweep and its claim", "c in {0.005, ..., 0.015}, two seeds; the checkpoint validation "
          "selected did worse on test than others", "the same coefficients at the study's five seeds; the "
          "claim tested as the validation-selected minus the final checkpoint's test pass@1 over every sweep "

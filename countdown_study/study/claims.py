@@ -36,6 +36,7 @@ The registry is read by ``study.claims_registry``; the verdict of an interval is
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -122,14 +123,25 @@ def _avg_pass_at_k(problems: pd.DataFrame) -> np.ndarray:
          for k in range(1, n + 1)], axis=0)  # fmt: skip
 
 
+TASK_SIZE = re.compile(r"(?P<metric>.+) \((?P<count>\d+) numbers\)")
+"""A metric on the tasks of one size only: ``pass@1 (4 numbers)`` (reports 000's and 004's per-size claims)."""
+
+
 def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     """Per-task ``metric`` of one run's per-sample rows, tasks in index order, ``(T,)``.
 
     ``pass@k``, ``mean_score``, ``exact_rate`` (the share of exact samples: pass@1's estimator),
     ``avg_pass@k`` (pass@k averaged over k = 1..n), and report 004's Table 4 metrics on any set:
     ``ood_exact_pass@16`` (pass@16) and ``ood_nonzero_pass@16`` (a sample with a ``PARTIAL_REASONS``
-    answer among the task's samples).
+    answer among the task's samples). Any of them followed by `` (N numbers)`` (``TASK_SIZE``) is taken on
+    the tasks with N numbers alone, the same tasks for every run of a shared evaluation set.
     """
+    size = TASK_SIZE.fullmatch(metric)
+    if size:
+        count, metric = int(size["count"]), size["metric"]
+        samples = samples[samples["num_count"] == count]
+        if samples.empty:
+            raise ValueError(f"no evaluated task has {count} numbers (metric {size.string!r})")
     metric = metric.removeprefix("ood_exact_")
     if metric == "ood_nonzero_pass@16":
         partial = samples["reason"].isin(PARTIAL_REASONS)
