@@ -329,7 +329,7 @@ def _moving_edge_log() -> pd.DataFrame:
 def test_edge_profile_shows_the_edge_moving_to_four_numbers():
     log = _moving_edge_log()
     log["four"] = log["num_count"] == 4
-    table = edge_profile(log, ["num_count", "four"])  # thirds of steps 0..85: bounds 28.67, 57.33
+    table = edge_profile(log, ["num_count", "four"], phase_bounds=(25, 55))
     assert table["name"].tolist() == ["early", "mid", "late"]
     assert table[["first_step", "last_step", "rows"]].values.tolist() == [
         [0, 20, 6],
@@ -342,6 +342,21 @@ def test_edge_profile_shows_the_edge_moving_to_four_numbers():
     assert table["edge_mean_num_count"].iloc[[0, 2]].tolist() == [3.0, 4.0]
     assert math.isnan(table["edge_mean_num_count"].iloc[1])
     assert table["edge_mean_four"].iloc[[0, 2]].tolist() == [0.0, 1.0]
+
+
+def test_the_default_phases_are_the_reports_shares_of_the_run():
+    """Steps 0..59: the report's phases (0-20, 20-50, 50-100 of 100 steps) start at steps 12 and 30."""
+    log = _moving_edge_log()
+    log = log.assign(step=(log["step"] * 59 / 85).round().astype(int))  # steps 0..59
+    table = edge_profile(log, ["num_count"])
+    steps = sorted(log.loc[log["source"] == "probe", "step"].unique())
+    early = [s for s in steps if s < 12]
+    mid = [s for s in steps if 12 <= s < 30]
+    late = [s for s in steps if s >= 30]
+    assert table[["first_step", "last_step"]].values.tolist() == [
+        [early[0], early[-1]], [mid[0], mid[-1]], [late[0], late[-1]]
+    ]  # fmt: skip
+    assert (early[-1], mid[0], mid[-1], late[0]) == (7, 14, 28, 35)
 
 
 def test_success_by_phase_marks_the_bin_nearest_one_half():

@@ -14,6 +14,9 @@ from countdown_study.study.stats import wilson_interval
 
 PHASE_NAMES = ("early", "mid", "late")
 """Names of three training phases (Figure 6)."""
+REPORT_PHASES = (0.2, 0.5)
+"""Where report 002's phases start, as shares of the run (its steps 0-20, 20-50 and 50-100 of 100): the
+default phase bounds, steps 12 and 30 of the full preset's 60."""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -30,10 +33,11 @@ def training_phase(steps: np.ndarray, bounds: Sequence[float]) -> np.ndarray:
 
 
 def _phases(log: pd.DataFrame, bounds: Sequence[float] | None) -> tuple[np.ndarray, list[str]]:
-    """Each row's phase and the phase names; default bounds: thirds of the log's steps."""
+    """Each row's phase and the phase names; default bounds: the report's (``REPORT_PHASES``) over the log's
+    step range."""
     if bounds is None:
         first, end = float(log["step"].min()), float(log["step"].max()) + 1
-        bounds = [first + (end - first) / 3, first + 2 * (end - first) / 3]
+        bounds = [first + share * (end - first) for share in REPORT_PHASES]
     names = list(PHASE_NAMES) if len(bounds) == 2 else [f"phase {i}" for i in range(len(bounds) + 1)]
     return training_phase(log["step"].to_numpy(), bounds), names
 
@@ -71,7 +75,8 @@ def edge_profile(
 
     Probe rows by default, as the report: fresh measurements free of curriculum-sampling bias. Phases:
     ``phase_bounds`` are the steps that start phases 1, 2, ...; the default cuts the log's step range
-    (all sources) into thirds; the report's phases are 0-20, 20-50, 50-100 (``phase_bounds=(20, 50)``).
+    (all sources) where the report's phases start (``REPORT_PHASES``: its 0-20, 20-50, 50-100 of 100 steps,
+    at 12 and 30 of a 60-step run).
     """
     _require(log, ("step", "source", "n", "n_correct", *fields), "edge_profile")
     means = [f"edge_mean_{f}" for f in fields]
