@@ -29,13 +29,13 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
     ("000", "Adaptive v2", "pass@1 (3 numbers)", 0.6068, "Sec. 5.3"),
     ("000", "Adaptive v2", "pass@1 (4 numbers)", 0.0986, "Sec. 5.3"),
     # report 001: SFT/IPO reference counts out of 50, and the 128-step comparison
-    *[("001", "SFT", f"pass@{k}", v / 50, "Sec. 1 (x/50)") for k, v in zip((1, 2, 4, 8, 16), (19, 27, 33, 33, 38), strict=True)],
-    ("001", "RLOO uniform", "pass@1", 0.18, "Sec. 1"),
-    ("001", "RLOO uniform", "pass@16", 0.66, "Sec. 1"),
-    ("001", "RLOO uniform", "mean_score", 0.256, "Sec. 1"),
-    ("001", "Sliding window", "pass@1", 0.12, "Sec. 1"),
-    ("001", "Sliding window", "pass@16", 0.60, "Sec. 1"),
-    ("001", "Sliding window", "mean_score", 0.205, "Sec. 1"),
+    *[("001", "SFT", f"pass@{k}", v / 50, "Extended Abstract; Table 1 (x/50)") for k, v in zip((1, 2, 4, 8, 16), (19, 27, 33, 33, 38), strict=True)],
+    ("001", "RLOO uniform (binary reward)", "pass@1", 0.18, "Extended Abstract; Abstract"),
+    ("001", "RLOO uniform (binary reward)", "pass@16", 0.66, "Extended Abstract; Abstract"),
+    ("001", "RLOO uniform (binary reward)", "mean_score", 0.256, "Extended Abstract; Abstract"),
+    ("001", "Sliding window", "pass@1", 0.12, "Extended Abstract; Abstract"),
+    ("001", "Sliding window", "pass@16", 0.60, "Extended Abstract; Abstract"),
+    ("001", "Sliding window", "mean_score", 0.205, "Extended Abstract; Abstract"),
     # report 002, Table 1 (pass@1 / 8 / 16, percent -> fraction)
     *[("002", m, f"pass@{k}", v / 100, "Table 1") for m, vals in (
         ("SFT", (34.38, 71.27, 76.00)), ("IPO", (36.12, 72.05, 76.00)), ("RLOO uniform", (50.62, 65.93, 68.00)),
@@ -43,6 +43,11 @@ _ROWS: tuple[tuple[str, str, str, float, str], ...] = (
         ("Static-once edge", (49.38, 67.37, 68.00)), ("Static-once feature_failure", (52.56, 73.61, 78.00)),
         ("DV kernel", (56.38, 70.82, 72.00)), ("Edge x feature_failure", (57.75, 73.38, 74.00)),
         ("Split batch 70/30", (57.88, 71.90, 74.00)),
+    ) for k, v in zip((1, 8, 16), vals, strict=True)],
+    # report 002, Table 3: the fusions Table 1 leaves out (fsc_043-045, one seed each)
+    *[("002", m, f"pass@{k}", v / 100, "Table 3") for m, vals in (
+        ("DV kernel (density-corrected)", (53.25, 68.90, 70.00)), ("Gated", (52.62, 68.50, 70.00)),
+        ("Schedule", (50.88, 69.00, 70.00)),
     ) for k, v in zip((1, 8, 16), vals, strict=True)],
     # report 003, Table 1 (avg pass@k, pass@1 / 2 / 4 / 8 / 16) and Table 2 (rollout accuracy, mean reward,
     # pass@16); their "Curriculum RLOO step90" (step 90) is our staged row and their "Selected Hybrid" (a
