@@ -22,7 +22,7 @@ from countdown_study.study.seed_change import (
     seed_change_table,
     seed_subset,
 )
-from countdown_study.study.selection import selection_values
+from countdown_study.study.selection import SELECTION_POOL, selection_values
 
 NAN = math.nan
 
@@ -158,9 +158,11 @@ def write_sweep_run(folder, seed: int) -> None:
 
 
 def sweep(folder, seeds) -> StudyResult:
-    runs = pd.DataFrame([{"method": "sweep", "seed": s, "path": str(folder / f"run{s}")} for s in seeds])
+    """Runs of one of the sweep's coefficient rows (``selection.SELECTION_POOL``) at ``seeds``."""
+    name = SELECTION_POOL[0]
+    runs = pd.DataFrame([{"method": name, "seed": s, "path": str(folder / f"run{s}")} for s in seeds])
     return StudyResult(
-        study_preset("tiny", seeds=tuple(seeds)), runs, pd.DataFrame(), pd.DataFrame(), ("sweep",)
+        study_preset("tiny", seeds=tuple(seeds)), runs, pd.DataFrame(), pd.DataFrame(), (name,)
     )
 
 

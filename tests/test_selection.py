@@ -7,7 +7,10 @@ import pytest
 
 from countdown_study.study.compare import compare
 from countdown_study.study.methods import StudyResult
+from countdown_study.study.rows import VCC_COEFFICIENTS
 from countdown_study.study.selection import (
+    SELECTION_POOL,
+    claim_runs,
     cluster_by_seed,
     select_checkpoints,
     selection_claim,
@@ -106,12 +109,12 @@ def test_the_selection_claim_compares_the_selected_with_the_final_checkpoint_per
         _write_run(tmp_path / f"{method}{seed}", snaps)
     table = pd.DataFrame([{"method": m, "seed": s, "path": str(tmp_path / f"{m}{s}")} for m, s in runs])
     result = StudyResult(None, table, pd.DataFrame(), pd.DataFrame(), ("a", "b"))
-    chosen = select_checkpoints(snapshot_table(result))
+    chosen = claim_runs(select_checkpoints(snapshot_table(result)), pool=("a", "b"))
     assert chosen["selected_step"].tolist() == [10, 20, 10] and chosen["final_step"].tolist() == [20, 20, 20]
     selected, final = selection_matrices(result, chosen)
     assert selected.tolist() == [[1.0, 0.5, 0.5], [0.5, 1.0, 0.5], [0.0, 0.5, 0.5]]  # (tasks, runs)
     assert final.tolist() == [[1.0, 0.5, 1.0], [1.0, 1.0, 0.5], [0.0, 0.5, 0.5]]
-    row = selection_claim(result, chosen, n_resamples=300).iloc[0]
+    row = selection_claim(result, chosen, n_resamples=300, pool=("a", "b")).iloc[0]
     # differences: a0 (0, -.5, 0), a1 (0, 0, 0), b0 (-.5, 0, 0); a0 and b0 share training seed 0, one
     # cluster: seed 0 (-.25, -.25, 0), seed 1 (0, 0, 0) -> mean -1/12 over three tasks and two seeds
     assert row["diff"] == pytest.approx(-1 / 12) and (row["n_tasks"], row["n_seeds"]) == (3, 2)
@@ -126,6 +129,14 @@ def test_the_selection_claim_compares_the_selected_with_the_final_checkpoint_per
     )
     assert row["contrast"] == "validation-selected vs final checkpoint" and row["metric"] == "pass@1"
     assert row["verdict"] == "inside noise"  # a null claim: only "reversed" would contradict it
+
+
+def test_the_selection_claim_judges_the_sweeps_coefficients_not_its_control():
+    chosen = pd.DataFrame({"method": ["Sweep control (c = 0)", "VCC c = 0.005", "VCC c = 0.015"], "seed": 0})
+    assert claim_runs(chosen)["method"].tolist() == ["VCC c = 0.005", "VCC c = 0.015"]
+    assert tuple(f"VCC c = {c}" for c in VCC_COEFFICIENTS) == SELECTION_POOL
+    with pytest.raises(ValueError, match="no run of the rows"):
+        claim_runs(chosen.iloc[:1])
 
 
 def test_selection_refuses_runs_evaluated_on_other_test_tasks(tmp_path):

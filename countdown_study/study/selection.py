@@ -10,7 +10,10 @@ test pass@1, and what choosing it cost on test (regret) against the best checkpo
 
 Report 003's claim that validation "did not reliably select the best test checkpoint" is judged by
 ``selection_claim``: the test pass@1 of the validation-selected checkpoint minus that of the final one,
-per task, with the study's seed-aware comparison. The contrast is with the final checkpoint (what a run
+per task, with the study's seed-aware comparison, over the runs of the sweep's coefficients
+(``SELECTION_POOL``; the c = 0 control is left out, as it is no part of the report's sweep). The report
+chose one checkpoint across its whole sweep (c, seed and step); one choice gives no interval, so each run
+chooses its own step here (ours, in the deviations table). The contrast is with the final checkpoint (what a run
 gives without selection), not with the best test checkpoint: that one is chosen on the test tasks
 themselves, so its regret is positive under test noise even for a perfect selector and cannot be tested
 against zero (ours; the report gives no test).
@@ -19,6 +22,7 @@ against zero (ours; the report gives no test).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,7 @@ import pandas as pd
 
 from countdown_study.study.compare import compare, verdict
 from countdown_study.study.methods import StudyResult
+from countdown_study.study.rows import VCC_SWEEP
 from countdown_study.study.tables import PAIRED_COLUMNS, comparison_row
 
 _SNAPSHOT = re.compile(r"snapshot_(val|test)_(\d+)\.parquet")
@@ -135,22 +140,45 @@ def cluster_by_seed(values: np.ndarray, seeds) -> np.ndarray:
     return np.stack([values[:, seeds == s].mean(axis=1) for s in order], axis=1)
 
 
-def selection_values(result: StudyResult) -> tuple[np.ndarray, np.ndarray]:
+SELECTION_POOL = tuple(method.name for method in VCC_SWEEP)
+"""The rows whose checkpoints the selection claim judges: the sweep's coefficients, as the report's sweep
+(its c = 0 control, which keeps snapshots too, is no part of that sweep)."""
+
+
+def claim_runs(chosen: pd.DataFrame, pool: Sequence[str] = SELECTION_POOL) -> pd.DataFrame:
+    """The rows of ``select_checkpoints``' table whose method is in ``pool``; none is an error naming both."""
+    runs = chosen[chosen["method"].isin(pool)]
+    if runs.empty:
+        raise ValueError(
+            f"no run of the rows {list(pool)} kept snapshots; have {sorted(set(chosen['method']))}"
+        )
+    return runs.reset_index(drop=True)
+
+
+def selection_values(
+    result: StudyResult, pool: Sequence[str] = SELECTION_POOL
+) -> tuple[np.ndarray, np.ndarray]:
     """The validation-selected and the final checkpoints' per-task test pass@1 over the runs of ``result``
-    (``select_checkpoints``), clustered by training seed (``cluster_by_seed``), each ``(tasks, seeds)``."""
-    chosen = select_checkpoints(snapshot_table(result))
+    of the rows ``pool`` (``select_checkpoints``, ``claim_runs``), clustered by training seed
+    (``cluster_by_seed``), each ``(tasks, seeds)``."""
+    chosen = claim_runs(select_checkpoints(snapshot_table(result)), pool)
     selected, final = selection_matrices(result, chosen)
     seeds = chosen["seed"].to_numpy()
     return cluster_by_seed(selected, seeds), cluster_by_seed(final, seeds)
 
 
 def selection_claim(
-    result: StudyResult, chosen: pd.DataFrame, n_resamples: int = 5000, seed: int = 0
+    result: StudyResult,
+    chosen: pd.DataFrame,
+    n_resamples: int = 5000,
+    seed: int = 0,
+    pool: Sequence[str] = SELECTION_POOL,
 ) -> pd.DataFrame:
     """Report 003's claim on validation selection as one ``PAIRED_COLUMNS`` row (module docstring): the
-    selected minus the final checkpoint's test pass@1 over tasks and every run of ``chosen``, the runs of
-    one training seed averaged into one cluster (``cluster_by_seed``: ``n_seeds`` counts training seeds,
-    not runs), judged with ``SELECTION_CLAIM``."""
+    selected minus the final checkpoint's test pass@1 over tasks and every run of ``chosen`` of the rows
+    ``pool`` (``claim_runs``), the runs of one training seed averaged into one cluster (``cluster_by_seed``:
+    ``n_seeds`` counts training seeds, not runs), judged with ``SELECTION_CLAIM``."""
+    chosen = claim_runs(chosen, pool)
     selected, final = selection_matrices(result, chosen)
     seeds = chosen["seed"].to_numpy()
     c = compare(

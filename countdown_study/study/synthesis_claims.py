@@ -103,15 +103,14 @@ def all_claims() -> list[Claim]:
 
 
 REPORTED_AS = {
-    ("001", "Sliding window", "RLOO uniform (binary reward)", "pass@1"):
-        ("Sliding window", "RLOO uniform", "pass@1"),
     ("003", "Commit reward only", "RLOO uniform", "pass@1"):
         ("Commit reward only", "RLOO uniform (Table 2 run)", "exact_rate"),
     ("003", "VCC-RLOO", "RLOO uniform (whole rollouts)", "pass@16"): ("VCC-RLOO", "RLOO uniform", "pass@16"),
 }  # fmt: skip
-"""Claims whose report gives its numbers under other rows or another metric (``references``): report 001
-calls its binary-reward baseline RLOO uniform; report 003's Table 2 compares rollout accuracy (exact rate,
-our pass@1 per rollout) with another RLOO run than its Table 1's; its RLOO baseline is on whole rollouts."""
+"""Claims whose report gives its numbers under other rows or another metric (``references``): report 003's
+Table 2 compares rollout accuracy (exact rate, our pass@1 per rollout) with another RLOO run than its Table
+1's; its RLOO baseline is on whole rollouts. (Report 001's baseline, binary reward like every row of its
+notebook, is listed under our row's name.)"""
 
 
 def their_numbers(claim: Claim) -> dict[str, Any]:
@@ -186,8 +185,8 @@ def claim_row(
 OOD_METRIC = "OOD exact pass@16"
 """Report 004's Table 4 metric, under the name ``references`` gives it."""
 SWEEP_METHODS = (VCC_SWEEP_CONTROL, *VCC_SWEEP)
-"""Report 003's tight sweep on the search-style policy: the runs its validation-selection claim is judged
-on (notebook 06 runs them; they are shared)."""
+"""Report 003's tight sweep on the search-style policy, its control included (notebook 06 runs them; they
+are shared); the validation-selection claim is judged on the coefficients' runs (``selection.SELECTION_POOL``)."""
 SELECTED = "Validation-selected checkpoint"
 """The name ``references`` gives report 003's validation-selected checkpoint."""
 
