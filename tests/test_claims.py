@@ -132,6 +132,9 @@ def test_task_values_on_a_worked_example():
     assert task_values(sized, "pass@2 (4 numbers)").tolist() == [0.0]
     with pytest.raises(ValueError, match="no evaluated task has 5 numbers"):
         task_values(sized, "pass@1 (5 numbers)")
+    # the pass@k climb of each task: pass@4 - pass@1 = (1 - 0) - 1/2 on task 0, 0 on task 1
+    assert task_values(samples, "pass@4 - pass@1").tolist() == [0.5, 0.0]
+    assert task_values(sized, "pass@2 - pass@1 (3 numbers)").tolist() == pytest.approx([5 / 6 - 0.5])
 
 
 def test_the_registry_loads_and_bad_rows_are_named(tmp_path):

@@ -123,6 +123,8 @@ def _avg_pass_at_k(problems: pd.DataFrame) -> np.ndarray:
          for k in range(1, n + 1)], axis=0)  # fmt: skip
 
 
+GAP = re.compile(r"(?P<first>.+?) - (?P<second>.+)")
+"""A metric minus another on each task: ``pass@16 - pass@1`` (reports 000's and 003's pass@k climb claims)."""
 TASK_SIZE = re.compile(r"(?P<metric>.+) \((?P<count>\d+) numbers\)")
 """A metric on the tasks of one size only: ``pass@1 (4 numbers)`` (reports 000's and 004's per-size claims)."""
 
@@ -134,7 +136,9 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     ``avg_pass@k`` (pass@k averaged over k = 1..n), and report 004's Table 4 metrics on any set:
     ``ood_exact_pass@16`` (pass@16) and ``ood_nonzero_pass@16`` (a sample with a ``PARTIAL_REASONS``
     answer among the task's samples). Any of them followed by `` (N numbers)`` (``TASK_SIZE``) is taken on
-    the tasks with N numbers alone, the same tasks for every run of a shared evaluation set.
+    the tasks with N numbers alone, the same tasks for every run of a shared evaluation set; ``X - Y``
+    (``GAP``, before any size) is metric X minus metric Y task by task (``pass@16 - pass@1``: how much of the pass@k climb
+    a row keeps).
     """
     size = TASK_SIZE.fullmatch(metric)
     if size:
@@ -142,6 +146,9 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
         samples = samples[samples["num_count"] == count]
         if samples.empty:
             raise ValueError(f"no evaluated task has {count} numbers (metric {size.string!r})")
+    gap = GAP.fullmatch(metric)
+    if gap:
+        return task_values(samples, gap["first"]) - task_values(samples, gap["second"])
     metric = metric.removeprefix("ood_exact_")
     if metric == "ood_nonzero_pass@16":
         partial = samples["reason"].isin(PARTIAL_REASONS)
