@@ -132,6 +132,12 @@ def test_task_values_on_a_worked_example():
     assert task_values(sized, "pass@2 (4 numbers)").tolist() == [0.0]
     with pytest.raises(ValueError, match="no evaluated task has 5 numbers"):
         task_values(sized, "pass@1 (5 numbers)")
+    # report 003: a sample whose first verifying answer is correct, though its last is not, counts there
+    abandoned = samples.assign(first_verifying_correct=[True, True, True, False, False, True, False, False])
+    assert task_values(abandoned, "first_verifying_pass@1").tolist() == [0.75, 0.25]
+    assert task_values(abandoned, "first_verifying_pass@1 - pass@1").tolist() == [0.25, 0.25]
+    with pytest.raises(ValueError, match="no first_verifying_correct column"):
+        task_values(samples, "first_verifying_pass@1")
     # the pass@k climb of each task: pass@4 - pass@1 = (1 - 0) - 1/2 on task 0, 0 on task 1
     assert task_values(samples, "pass@4 - pass@1").tolist() == [0.5, 0.0]
     assert task_values(sized, "pass@2 - pass@1 (3 numbers)").tolist() == pytest.approx([5 / 6 - 0.5])

@@ -135,7 +135,8 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     ``pass@k``, ``mean_score``, ``exact_rate`` (the share of exact samples: pass@1's estimator),
     ``avg_pass@k`` (pass@k averaged over k = 1..n), and report 004's Table 4 metrics on any set:
     ``ood_exact_pass@16`` (pass@16) and ``ood_nonzero_pass@16`` (a sample with a ``PARTIAL_REASONS``
-    answer among the task's samples). Any of them followed by `` (N numbers)`` (``TASK_SIZE``) is taken on
+    answer among the task's samples); report 003's ``first_verifying_pass@1`` (the share of samples whose
+    first verifying answer, not their last, is correct). Any of them followed by `` (N numbers)`` (``TASK_SIZE``) is taken on
     the tasks with N numbers alone, the same tasks for every run of a shared evaluation set; ``X - Y``
     (``GAP``, before any size) is metric X minus metric Y task by task (``pass@16 - pass@1``: how much of the pass@k climb
     a row keeps).
@@ -156,6 +157,12 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     problems = problem_table(samples).sort_values("task_index")
     if metric == "exact_rate":
         return (problems["correct"] / problems["n"]).to_numpy(dtype=float)
+    if metric == "first_verifying_pass@1":
+        if "first_verifying_correct" not in problems.columns:
+            raise ValueError(
+                "these samples carry no first_verifying_correct column (report 003's diagnostic)"
+            )
+        return (problems["first_verifying_correct"] / problems["n"]).to_numpy(dtype=float)
     if metric == "avg_pass@k":
         return _avg_pass_at_k(problems)
     if metric not in problems.columns:
