@@ -126,7 +126,8 @@ def _avg_pass_at_k(problems: pd.DataFrame) -> np.ndarray:
 GAP = re.compile(r"(?P<first>.+?) - (?P<second>.+)")
 """A metric minus another on each task: ``pass@16 - pass@1`` (reports 000's and 003's pass@k climb claims)."""
 TASK_SIZE = re.compile(r"(?P<metric>.+) \((?P<count>\d+) numbers\)")
-"""A metric on the tasks of one size only: ``pass@1 (4 numbers)`` (reports 000's and 004's per-size claims)."""
+"""A metric on the tasks of one size only: ``pass@1 (4 numbers)`` (reports 000's and 004's per-size
+claims)."""
 
 
 def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
@@ -136,10 +137,10 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     ``avg_pass@k`` (pass@k averaged over k = 1..n), and report 004's Table 4 metrics on any set:
     ``ood_exact_pass@16`` (pass@16) and ``ood_nonzero_pass@16`` (a sample with a ``PARTIAL_REASONS``
     answer among the task's samples); report 003's ``first_verifying_pass@1`` (the share of samples whose
-    first verifying answer, not their last, is correct). Any of them followed by `` (N numbers)`` (``TASK_SIZE``) is taken on
-    the tasks with N numbers alone, the same tasks for every run of a shared evaluation set; ``X - Y``
-    (``GAP``, before any size) is metric X minus metric Y task by task (``pass@16 - pass@1``: how much of the pass@k climb
-    a row keeps).
+    first verifying answer, not their last, is correct). Any of them followed by `` (N numbers)``
+    (``TASK_SIZE``) is taken on the tasks with N numbers alone, the same tasks for every run of a shared
+    evaluation set; ``X - Y`` (``GAP``, inside any size) is metric X minus metric Y task by task
+    (``pass@16 - pass@1``: how much of the pass@k climb a row keeps).
     """
     size = TASK_SIZE.fullmatch(metric)
     if size:

@@ -13,8 +13,8 @@ Report 003's claim that validation "did not reliably select the best test checkp
 per task, with the study's seed-aware comparison, over the runs of the sweep's coefficients
 (``SELECTION_POOL``; the c = 0 control is left out, as it is no part of the report's sweep). The report
 chose one checkpoint across its whole sweep (c, seed and step); one choice gives no interval, so each run
-chooses its own step here (ours, in the deviations table). The contrast is with the final checkpoint (what a run
-gives without selection), not with the best test checkpoint: that one is chosen on the test tasks
+chooses its own step here (ours, in the deviations table). The contrast is with the final checkpoint (what
+a run gives without selection), not with the best test checkpoint: that one is chosen on the test tasks
 themselves, so its regret is positive under test noise even for a perfect selector and cannot be tested
 against zero (ours; the report gives no test).
 """

@@ -95,9 +95,10 @@ def _tensorboard(store: RunStore):
 
 
 def build_sampler(config: TrainConfig, pool: list, eval_tasks: list, validation: list):
-    """The run's sampler over its training ``pool``; a sampler that makes up tasks (``samplers.proposes_tasks``)
-    is handed the keys of every task the run evaluates (``specs.evaluated_keys``: ``eval_tasks``,
-    ``validation`` and the extra evaluation sets), so it never proposes one."""
+    """The run's sampler over its training ``pool``; a sampler that makes up tasks
+    (``samplers.proposes_tasks``) is handed the keys of every task the run evaluates
+    (``specs.evaluated_keys``: ``eval_tasks``, ``validation`` and the extra evaluation sets), so it never
+    proposes one."""
     options = dict(config.sampler_options)
     if proposes_tasks(config.sampler):
         options["exclude_keys"] = evaluated_keys(eval_tasks, validation, config.eval.extra_sets)
