@@ -13,6 +13,7 @@ from countdown_study.study.claims import (
     judge,
     load_registry,
     task_values,
+    training_shares,
     verdict_counts,
 )
 from countdown_study.study.compare import compare
@@ -162,3 +163,34 @@ def test_the_registry_loads_and_bad_rows_are_named(tmp_path):
 def test_verdict_counts_group_the_duplicates():
     table = pd.DataFrame({"verdict": ["holds", "same runs as 000.a", "same runs as 000.b", "not tested"]})
     assert verdict_counts(table) == {"holds": 1, "not tested": 1, "same runs": 2}
+
+
+def test_a_runs_training_mix_is_read_from_its_observation_log_or_its_bucket_counts(tmp_path):
+    """The 4-number share of the drawn training prompts, one value per run: from a sampler's observation log
+    (batch rows index the training pool; probe rows are left out) or a fixed curriculum's bucket counts."""
+    from countdown_study.study.methods import StudyResult, training_pool
+    from countdown_study.study.presets import study_preset
+
+    preset = study_preset("tiny", seeds=(0, 1))
+    four = np.array([len(task.nums) == 4 for task in training_pool(preset)])
+    threes, fours = np.flatnonzero(~four)[:3], np.flatnonzero(four)[:3]
+    runs = []
+    for seed, drawn in ((0, [*threes, fours[0]]), (1, [*fours, threes[0], fours[1]])):
+        folder = tmp_path / f"fsc{seed}" / "tables"
+        folder.mkdir(parents=True)
+        log = pd.DataFrame({"step": 0, "source": ["batch"] * len(drawn) + ["probe"] * 2,
+                            "task_index": [*drawn, *fours[:2]]})  # fmt: skip
+        log.to_parquet(folder / "sampler_observations.parquet")
+        runs.append({"method": "fsc", "seed": seed, "path": str(folder.parent)})
+        runs.append({"method": "fixed", "seed": seed, "path": str(tmp_path / "none")})
+    steps = pd.DataFrame(
+        {"method": "fixed", "seed": [0, 0, 1, 1], "step": [0, 1, 0, 1],
+         "batch_3": [4.0, 1.0, 4.0, 2.0], "batch_4": [NAN, 3.0, NAN, 2.0]}  # before the unlock: no 4s
+    )  # fmt: skip
+    result = StudyResult(preset, pd.DataFrame(runs), pd.DataFrame(), steps, ("fsc", "fixed", "uniform"))
+    assert training_shares(result, "fsc").tolist() == [0.25, 0.8]  # 1 of 4; 4 of 5 (repeats count)
+    assert training_shares(result, "fixed").tolist() == [3 / 8, 2 / 8]
+    uniform = pd.DataFrame([{"method": "uniform", "seed": s, "path": str(tmp_path / "none")} for s in (0, 1)])
+    no_log = StudyResult(preset, uniform, pd.DataFrame(), pd.DataFrame(), ("uniform",))
+    with pytest.raises(ValueError, match="the runs of 'uniform' log no sizes of their training prompts"):
+        training_shares(no_log, "uniform")

@@ -9,6 +9,7 @@ from scipy import stats as scipy_stats
 from countdown_study.study.compare import (
     Comparison,
     compare,
+    compare_runs,
     seeds_for_effect,
     two_level_means,
     two_way_variance,
@@ -185,3 +186,25 @@ def test_zero_verdicts():
     assert zero_verdict(compare(one, zeros, n_resamples=200), all_zero=False) == "inside noise"
     single = compare(np.ones((3, 1)), np.zeros((3, 1)), n_resamples=100)
     assert zero_verdict(single, all_zero=False) == "one seed: no verdict"
+
+
+def test_a_run_level_quantity_is_compared_by_seed_with_the_paired_t_interval():
+    """One value per run (a run's training mix): the per-seed differences' t-interval, as scipy gives it."""
+    a, b = np.array([0.56, 0.57, 0.58, 0.56, 0.575]), np.array([0.50, 0.51, 0.49, 0.50, 0.505])
+    c = compare_runs(a, b)
+    diffs = a - b
+    low, high = scipy_stats.t.interval(0.95, 4, loc=diffs.mean(), scale=scipy_stats.sem(diffs))
+    assert (c.diff, c.ci_low, c.ci_high) == pytest.approx((0.068, low, high))
+    assert (c.t_low, c.t_high) == (c.ci_low, c.ci_high) and (c.n_tasks, c.n_seeds, c.df) == (1, 5, 4.0)
+    se = scipy_stats.sem(diffs)
+    assert c.mde == pytest.approx((scipy_stats.t.ppf(0.975, 4) + scipy_stats.t.ppf(0.8, 4)) * se)
+    assert c.components == pytest.approx((0.0, diffs.var(ddof=1), 0.0))
+    assert seeds_for_effect(c, c.mde) == 5 and seeds_for_effect(c, 1e-4) is None
+    var = diffs.var(ddof=1)  # the seeds at which the MDE reaches 0.02: 6 (0.0217 at five)
+    needed = next(s for s in range(2, 100) if (scipy_stats.t.ppf(0.975, s - 1) + scipy_stats.t.ppf(0.8, s - 1))
+                  * math.sqrt(var / s) <= 0.02)  # fmt: skip
+    assert seeds_for_effect(c, 0.02) == needed == 6
+    one = compare_runs(a[:1], b[:1])
+    assert one.n_seeds == 1 and math.isnan(one.ci_low) and verdict(one, 1) == "one seed: no verdict"
+    with pytest.raises(ValueError, match="one value per seed"):
+        compare_runs(a, b[:3])

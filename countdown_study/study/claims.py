@@ -27,7 +27,9 @@ Kinds: ``pair`` (``a`` above or below ``b``); ``best`` / ``worst`` (``a`` above 
 control whose floor makes a zero claim ``untestable``); ``equal`` (no difference claimed: ``reversed``
 when the interval excludes zero, otherwise ``inside noise`` or ``underpowered``; an equality is never
 proven). Report 003's validation-selection claim (``a`` is ``SELECTED``) compares the validation-selected
-with the final checkpoint over the tight sweep's runs, clustered by training seed.
+with the final checkpoint over the tight sweep's runs, clustered by training seed. A claim on a run's own
+training mix (``TRAINING_SHARES``: the share of its drawn prompts with 4 numbers) has one value per run, not
+per task, and is compared by training seed with the paired t-interval (``compare_runs``).
 
 The registry is read by ``study.claims_registry``; the verdict of an interval is ``study.verdicts``';
 ``study.seed_change`` computes the table on some of the training seeds and sets two tables side by side.
@@ -39,6 +41,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,8 +56,8 @@ from countdown_study.study.claims_registry import (
     RegistryClaim,
     load_registry,
 )
-from countdown_study.study.compare import Comparison, compare, seeds_for_effect
-from countdown_study.study.methods import StudyResult, eval_set_result, model_label
+from countdown_study.study.compare import Comparison, compare, compare_runs, seeds_for_effect
+from countdown_study.study.methods import StudyResult, eval_set_result, model_label, training_pool
 from countdown_study.study.verdicts import (
     BORDERLINE,
     EVIDENCE,
@@ -171,6 +174,46 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     return problems[metric].to_numpy(dtype=float)
 
 
+TRAINING_SHARES = ("training 4-number share", "train_hard_share")
+"""Metrics of a run's own training mix, one value per run (``training_shares``), compared by training seed
+(``compare_runs``): the share of its drawn training prompts with 4 numbers."""
+
+
+RUN_WHY = "one value per run (the share of its drawn training prompts with 4 numbers), compared by seed"
+"""The ``why`` of a claim on a run's training mix: how it was tested (``compare_runs``)."""
+
+
+def training_shares(result: StudyResult, method: str) -> np.ndarray:
+    """Per training seed of ``result``, the share of ``method``'s drawn training prompts (repeats counted) that
+    have 4 numbers, ``(S,)``: from its sampler's observation log where it keeps one (``batch`` rows, which
+    index the training pool: report 002's samplers), else from the step log's per-bucket batch counts
+    (``batch_3``, ``batch_4``: report 000's fixed curricula). A row whose runs log neither raises, naming it
+    (uniform RLOO and the reward-adaptive curricula log no sizes of their batches)."""
+    runs = result.runs[result.runs["method"] == method]
+    if runs.empty:
+        raise ValueError(f"no results for method {method!r}; have {list(result.methods)}")
+    four: np.ndarray | None = None
+    shares = []
+    for seed in result.preset.seeds:
+        path = Path(runs.loc[runs["seed"] == seed, "path"].iloc[0])
+        observations = path / "tables" / "sampler_observations.parquet"
+        if observations.is_file():
+            if four is None:  # one flag per pool task, as the logs index it
+                four = np.array([len(task.nums) == 4 for task in training_pool(result.preset)])
+            log = pd.read_parquet(observations)
+            drawn = log.loc[log["source"] == "batch", "task_index"].to_numpy()  # (D,)
+            shares.append(float(four[drawn].mean()))
+            continue
+        steps = result.steps
+        steps = steps[(steps["method"] == method) & (steps["seed"] == seed)] if len(steps) else steps
+        if "batch_3" not in steps.columns or steps["batch_3"].isna().all():
+            raise ValueError(f"the runs of {method!r} log no sizes of their training prompts")
+        three = steps["batch_3"].fillna(0).sum()
+        fours = steps["batch_4"].fillna(0).sum() if "batch_4" in steps.columns else 0
+        shares.append(float(fours / (three + fours)))
+    return np.array(shares)
+
+
 def value_matrix(result: StudyResult, method: str, metric: str) -> np.ndarray:
     """Per-task ``metric`` of ``method`` under every seed of ``result``, ``(T, S)``."""
     table = result.samples[result.samples["method"] == method]
@@ -203,6 +246,16 @@ class ClaimPair:
     """``compare(a_values, b_values)``."""
     controls: tuple[np.ndarray, ...] = ()
     """``(T, S)`` values of a zero claim's controls (``b``), whose floor makes it untestable."""
+
+
+def _run_pairs(claim: RegistryClaim, result: StudyResult) -> list[ClaimPair]:
+    """The pairs of a claim on a run's own training mix (``TRAINING_SHARES``): one value per run, ``(1, S)``."""
+    a = training_shares(result, claim.a)
+    pairs = []
+    for b in claim.b:
+        b_values = training_shares(result, b)
+        pairs.append(ClaimPair(b, a[None, :], b_values[None, :], compare_runs(a, b_values)))
+    return pairs
 
 
 def _pairs(claim: RegistryClaim, values: Values, n_resamples: int, seed: int) -> list[ClaimPair]:
@@ -335,12 +388,18 @@ def claims_table(
                 continue
             if result is None:
                 raise ValueError(f"no {claim.block!r} block in these results")
-            pairs = _pairs(claim, values_of(claim), n_resamples, seed)
+            if claim.metric in TRAINING_SHARES:
+                pairs = _run_pairs(claim, result)
+            else:
+                pairs = _pairs(claim, values_of(claim), n_resamples, seed)
         except ValueError as error:  # a row or set these results lack (a smaller preset)
             row["why"] = f"not in these results: {error}"
             rows.append(row)
             continue
-        rows.append(_filled(row, claim, *judge(claim, pairs, seen)))
+        verdict, shown, why = judge(claim, pairs, seen)
+        if claim.metric in TRAINING_SHARES:
+            why = "; ".join(part for part in (why, RUN_WHY) if part)
+        rows.append(_filled(row, claim, verdict, shown, why))
     return pd.DataFrame(rows, columns=list(CLAIMS_COLUMNS))
 
 

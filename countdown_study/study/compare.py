@@ -260,6 +260,54 @@ def compare(a, b, seed: int = 0, n_resamples: int = 5000, confidence: float = 0.
     )
 
 
+RUN_METHOD = "seed-paired t over one value per run"
+"""``ci_method`` of ``compare_runs``."""
+
+
+def compare_runs(a, b, confidence: float = 0.95) -> Comparison:
+    """The comparison of a quantity each run has once (the share of its training prompts with 4 numbers: a
+    run's own mix, no evaluation tasks), ``a`` and ``b`` one value per training seed ``(S,)``, paired by seed:
+    the t-interval of the per-seed differences with ``S - 1`` degrees of freedom, which is the default
+    interval here (training noise is all the noise there is). ``n_tasks`` is 1 and ``components`` holds the
+    per-seed differences' variance as the seed component, so ``seeds_for_effect`` reads it as for any
+    comparison; with one seed the interval is NaN (``ONE_SEED``)."""
+    a_arr, b_arr = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a_arr.ndim != 1 or a_arr.shape != b_arr.shape or a_arr.size == 0:
+        raise ValueError(
+            f"a and b must be one value per seed each, got shapes {a_arr.shape} and {b_arr.shape}"
+        )
+    if not (np.all(np.isfinite(a_arr)) and np.all(np.isfinite(b_arr))):
+        raise ValueError("a and b must hold finite values only (a NaN would hide a missing run)")
+    diffs = a_arr - b_arr  # (S,)
+    num_seeds, diff = diffs.size, float(diffs.mean())
+    nan = float("nan")
+    if num_seeds == 1:
+        return Comparison(diff, nan, nan, f"{RUN_METHOD} (one seed)", 1, 1, (diff,), nan, nan, nan, nan,
+                          nan, nan, nan, confidence)  # fmt: skip
+    var_seed = float(diffs.var(ddof=1))
+    se, df = math.sqrt(var_seed / num_seeds), num_seeds - 1
+    half = float(scipy_stats.t.ppf(0.5 + confidence / 2, df)) * se
+    return Comparison(
+        diff=diff,
+        ci_low=diff - half,
+        ci_high=diff + half,
+        ci_method=RUN_METHOD,
+        n_tasks=1,
+        n_seeds=num_seeds,
+        per_seed_diffs=tuple(float(d) for d in diffs),
+        t_low=diff - half,
+        t_high=diff + half,
+        task_low=nan,
+        task_high=nan,
+        prob_positive=nan,  # no resampling here
+        se=se,
+        mde=float(detectable(se, df, confidence)),
+        confidence=confidence,
+        df=float(df),
+        components=(0.0, var_seed, 0.0),
+    )
+
+
 def verdict(comparison: Comparison, claimed_sign: int) -> str:
     """A signed claim (``+1``: a above b, ``-1``: a below b) under the comparison's default interval.
 
