@@ -168,11 +168,14 @@ def test_verdict_counts_group_the_duplicates():
 def test_a_runs_training_mix_is_read_from_its_observation_log_or_its_bucket_counts(tmp_path):
     """The 4-number share of the drawn training prompts, one value per run: from a sampler's observation log
     (batch rows index the training pool; probe rows are left out) or a fixed curriculum's bucket counts."""
+    from countdown_study.study.claims import pool_flags
     from countdown_study.study.methods import StudyResult, training_pool
     from countdown_study.study.presets import study_preset
 
     preset = study_preset("tiny", seeds=(0, 1))
     four = np.array([len(task.nums) == 4 for task in training_pool(preset)])
+    flags = pool_flags(preset.run_data)
+    assert (flags["four"] == four).all() and len(flags["deep"]) == len(four)
     threes, fours = np.flatnonzero(~four)[:3], np.flatnonzero(four)[:3]
     runs = []
     for seed, drawn in ((0, [*threes, fours[0]]), (1, [*fours, threes[0], fours[1]])):
@@ -190,7 +193,15 @@ def test_a_runs_training_mix_is_read_from_its_observation_log_or_its_bucket_coun
     result = StudyResult(preset, pd.DataFrame(runs), pd.DataFrame(), steps, ("fsc", "fixed", "uniform"))
     assert training_shares(result, "fsc").tolist() == [0.25, 0.8]  # 1 of 4; 4 of 5 (repeats count)
     assert training_shares(result, "fixed").tolist() == [3 / 8, 2 / 8]
+    # inside the 4-number draws only: seed 0 drew fours[0]; seed 1 fours[0..2] and fours[1] again
+    required = flags["all_numbers_required"]
+    expected = [float(required[fours[0]]), float(required[[*fours, fours[1]]].mean())]
+    assert training_shares(result, "fsc", "train all-numbers-required share (4 numbers)").tolist() == expected
+    with pytest.raises(ValueError, match="do not log their drawn prompts' train deep-expression share"):
+        training_shares(result, "fixed", "train deep-expression share (4 numbers)")
     uniform = pd.DataFrame([{"method": "uniform", "seed": s, "path": str(tmp_path / "none")} for s in (0, 1)])
     no_log = StudyResult(preset, uniform, pd.DataFrame(), pd.DataFrame(), ("uniform",))
-    with pytest.raises(ValueError, match="the runs of 'uniform' log no sizes of their training prompts"):
+    with pytest.raises(
+        ValueError, match="the runs of 'uniform' do not log their drawn prompts' training 4-number share"
+    ):
         training_shares(no_log, "uniform")

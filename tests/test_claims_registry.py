@@ -16,7 +16,8 @@ BASE_METRICS = {"pass@1", "pass@2", "pass@4", "pass@8", "pass@16", "avg_pass@k",
 METRICS = {*BASE_METRICS, "ood_exact_pass@16", "ood_nonzero_pass@16",
            *(f"{metric} ({count} numbers)" for metric in BASE_METRICS for count in (3, 4)),
            "pass@16 - pass@1", "first_verifying_pass@1 - pass@1", "training 4-number share",
-           "train_hard_share"}  # fmt: skip
+           "train_hard_share", "train deep-expression share (4 numbers)",
+           "train all-numbers-required share (4 numbers)"}  # fmt: skip
 """The metrics a tested claim may name: on every task, on the tasks of one size (``claims.TASK_SIZE``), or
 a gap between two metrics of each task (``claims.GAP``: the pass@k climb, report 003's abandoned answers), or
 a run's training mix (``claims.TRAINING_SHARES``)."""

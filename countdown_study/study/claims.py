@@ -37,6 +37,7 @@ The registry is read by ``study.claims_registry``; the verdict of an interval is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -47,7 +48,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from countdown_study.countdown.features import difficulty_vectors
+from countdown_study.evaluation.config import DataSpec
 from countdown_study.evaluation.passk import pass_at_k, problem_table
+from countdown_study.evaluation.run import study_tasks
 from countdown_study.reporting.references import PAPER_MODEL
 from countdown_study.study.claims_registry import (
     KINDS,
@@ -57,7 +61,7 @@ from countdown_study.study.claims_registry import (
     load_registry,
 )
 from countdown_study.study.compare import Comparison, compare, compare_runs, seeds_for_effect
-from countdown_study.study.methods import StudyResult, eval_set_result, model_label, training_pool
+from countdown_study.study.methods import StudyResult, eval_set_result, model_label
 from countdown_study.study.verdicts import (
     BORDERLINE,
     EVIDENCE,
@@ -174,40 +178,57 @@ def task_values(samples: pd.DataFrame, metric: str) -> np.ndarray:
     return problems[metric].to_numpy(dtype=float)
 
 
-TRAINING_SHARES = ("training 4-number share", "train_hard_share")
+TRAINING_SHARES: dict[str, tuple[str, str]] = {
+    "training 4-number share": ("four", ""),
+    "train_hard_share": ("four", ""),
+    "train deep-expression share (4 numbers)": ("deep", "four"),
+    "train all-numbers-required share (4 numbers)": ("all_numbers_required", "four"),
+}
 """Metrics of a run's own training mix, one value per run (``training_shares``), compared by training seed
-(``compare_runs``): the share of its drawn training prompts with 4 numbers."""
-
-
-RUN_WHY = "one value per run (the share of its drawn training prompts with 4 numbers), compared by seed"
+(``compare_runs``): ``metric -> (flag, within)``, the share of its drawn training prompts with ``flag`` among
+those ``within`` (all of them when empty), flags of the pool's tasks (``pool_flags``)."""
+RUN_WHY = "one value per run (a share of its drawn training prompts), compared by seed"
 """The ``why`` of a claim on a run's training mix: how it was tested (``compare_runs``)."""
 
 
-def training_shares(result: StudyResult, method: str) -> np.ndarray:
-    """Per training seed of ``result``, the share of ``method``'s drawn training prompts (repeats counted) that
-    have 4 numbers, ``(S,)``: from its sampler's observation log where it keeps one (``batch`` rows, which
-    index the training pool: report 002's samplers), else from the step log's per-bucket batch counts
-    (``batch_3``, ``batch_4``: report 000's fixed curricula). A row whose runs log neither raises, naming it
-    (uniform RLOO and the reward-adaptive curricula log no sizes of their batches)."""
+@functools.lru_cache(maxsize=4)
+def pool_flags(data: DataSpec) -> dict[str, np.ndarray]:
+    """One flag per task of the training pool of ``data`` (``methods.training_pool``, the order a sampler log
+    indexes), from its difficulty vectors: ``four`` (4 numbers: report 002's "hard"), ``deep`` (shortest
+    expression depth 3 or more) and ``all_numbers_required`` (no proper subset reaches the target)."""
+    vectors = difficulty_vectors(study_tasks(data)[0])
+    return {
+        "four": (vectors["num_count"] == 4).to_numpy(),
+        "deep": (vectors["shortest_expression_depth"] >= 3).to_numpy(),
+        "all_numbers_required": vectors["all_numbers_required"].to_numpy(dtype=bool),
+    }
+
+
+def training_shares(result: StudyResult, method: str, metric: str = "training 4-number share") -> np.ndarray:
+    """Per training seed of ``result``, ``metric`` (``TRAINING_SHARES``) of ``method``'s drawn training
+    prompts, repeats counted, ``(S,)``: from its sampler's observation log where it keeps one (``batch`` rows,
+    which index the training pool: report 002's samplers), else, for the 4-number share, from the step log's
+    per-bucket batch counts (``batch_3``, ``batch_4``: report 000's fixed curricula). A row whose runs log
+    neither raises, naming it (uniform RLOO and the reward-adaptive curricula log no sizes of their batches)."""
+    flag, within = TRAINING_SHARES[metric]
     runs = result.runs[result.runs["method"] == method]
     if runs.empty:
         raise ValueError(f"no results for method {method!r}; have {list(result.methods)}")
-    four: np.ndarray | None = None
     shares = []
     for seed in result.preset.seeds:
         path = Path(runs.loc[runs["seed"] == seed, "path"].iloc[0])
         observations = path / "tables" / "sampler_observations.parquet"
         if observations.is_file():
-            if four is None:  # one flag per pool task, as the logs index it
-                four = np.array([len(task.nums) == 4 for task in training_pool(result.preset)])
+            flags = pool_flags(result.preset.run_data)
             log = pd.read_parquet(observations)
             drawn = log.loc[log["source"] == "batch", "task_index"].to_numpy()  # (D,)
-            shares.append(float(four[drawn].mean()))
+            drawn = drawn[flags[within][drawn]] if within else drawn
+            shares.append(float(flags[flag][drawn].mean()))
             continue
         steps = result.steps
         steps = steps[(steps["method"] == method) & (steps["seed"] == seed)] if len(steps) else steps
-        if "batch_3" not in steps.columns or steps["batch_3"].isna().all():
-            raise ValueError(f"the runs of {method!r} log no sizes of their training prompts")
+        if (flag, within) != ("four", "") or "batch_3" not in steps.columns or steps["batch_3"].isna().all():
+            raise ValueError(f"the runs of {method!r} do not log their drawn prompts' {metric}")
         three = steps["batch_3"].fillna(0).sum()
         fours = steps["batch_4"].fillna(0).sum() if "batch_4" in steps.columns else 0
         shares.append(float(fours / (three + fours)))
@@ -250,10 +271,10 @@ class ClaimPair:
 
 def _run_pairs(claim: RegistryClaim, result: StudyResult) -> list[ClaimPair]:
     """The pairs of a claim on a run's own training mix (``TRAINING_SHARES``): one value per run, ``(1, S)``."""
-    a = training_shares(result, claim.a)
+    a = training_shares(result, claim.a, claim.metric)
     pairs = []
     for b in claim.b:
-        b_values = training_shares(result, b)
+        b_values = training_shares(result, b, claim.metric)
         pairs.append(ClaimPair(b, a[None, :], b_values[None, :], compare_runs(a, b_values)))
     return pairs
 
