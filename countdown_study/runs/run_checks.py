@@ -62,6 +62,12 @@ def result_files(path: Path) -> list[Path]:
     return sorted(f for pattern in CHECKED_FILES for f in path.glob(pattern) if f.is_file())
 
 
+def result_checksums(folder: Path) -> dict[str, str]:
+    """SHA-256 of each result file of a run folder (``result_files``), by path relative to it: what ``DONE``
+    records when a run finishes."""
+    return {f.relative_to(folder).as_posix(): sha256_file(f) for f in result_files(folder)}
+
+
 def read_steps(folder: Path) -> list[dict[str, Any]]:
     """Every complete line of the run's ``steps.jsonl`` (a torn last line, from a crash, is skipped)."""
     log = folder / "steps.jsonl"

@@ -45,7 +45,6 @@ import pandas as pd
 import torch
 
 from countdown_study import paths
-from countdown_study.checksums import sha256_file
 from countdown_study.runs.events import describe, record_event
 from countdown_study.runs.files import (
     atomic_path,
@@ -64,7 +63,7 @@ from countdown_study.runs.run_checks import (
     checkpoint_problems,
     environment_warning,
     read_steps,
-    result_files,
+    result_checksums,
     unchecked_weights,
     verify_results,
 )
@@ -217,7 +216,7 @@ class RunStore:
         record = self.provenance()
         record["finished"] = now()
         atomic_write_json(self.path / "provenance.json", record)
-        checksums = {f.relative_to(self.path).as_posix(): sha256_file(f) for f in result_files(self.path)}
+        checksums = result_checksums(self.path)
         marker = {"finished": record["finished"], "steps": steps, "sha256": checksums}
         atomic_write_text(self.path / DONE, json.dumps(marker, indent=2, sort_keys=True) + "\n")
 

@@ -25,9 +25,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from countdown_study.checksums import sha256_file
 from countdown_study.runs.provenance import environment_mismatch, environments_differ
-from countdown_study.runs.run_checks import environment_difference, result_files, verify_results
+from countdown_study.runs.run_checks import environment_difference, result_checksums, verify_results
 from countdown_study.runs.run_ids import is_finished
 
 LEFT_BEHIND = ("checkpoints", "samples*", ".lock")
@@ -59,11 +58,6 @@ def _provenance(folder: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def result_digests(folder: Path) -> dict[str, str]:
-    """SHA-256 of each result file of a run folder (``run_checks.result_files``), by relative path."""
-    return {f.relative_to(folder).as_posix(): sha256_file(f) for f in result_files(folder)}
-
-
 def _outdated(record: dict, here: dict) -> list[str]:
     """Why a run here may be replaced by one trained again: made from a dirty tree, or in another
     environment than ``here`` (empty: neither)."""
@@ -87,7 +81,7 @@ def decide(incoming: Path, present: Path | None, here: dict) -> Incoming:
         return Incoming(run_id, "refuse", f"corrupt: {'; '.join(problems)}")
     record = _provenance(incoming)
     kept = _provenance(present) if present is not None else None
-    same_results = present is not None and result_digests(incoming) == result_digests(present)
+    same_results = present is not None and result_checksums(incoming) == result_checksums(present)
     if kept is not None and same_results and _same_origin(kept, record):
         return Incoming(run_id, "same", "")
     if record.get("git_dirty") is not False:
