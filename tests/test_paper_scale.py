@@ -15,7 +15,15 @@ import pytest
 
 from countdown_study.cli import main
 from countdown_study.paths import notebooks_dir, paper_dir
-from countdown_study.reporting import outputs, paper, paper_inputs, paper_sections, readme, scale_plots
+from countdown_study.reporting import (
+    outputs,
+    paper,
+    paper_inputs,
+    paper_sections,
+    paper_synthesis,
+    readme,
+    scale_plots,
+)
 from countdown_study.reporting.paper_study_sections import FIELD, SCALE, SCALE_SIZES, SYNTHESIS
 from countdown_study.study import methods, scale
 from countdown_study.study.methods import StudyResult
@@ -138,6 +146,42 @@ def test_the_readme_paragraph_with_every_verdict_the_same_or_one_size():
 def test_no_readme_paragraph_without_the_scale_tables():
     assert readme.scale_markdown(None, None) == ""
     assert readme.scale_markdown(VERDICTS, None) == readme.scale_markdown(None, paired_rows()) == ""
+
+
+# ----------------------------------------------------------------------------------------------------
+# the synthesis' paragraph on model size, on the same worked example
+
+
+def test_the_synthesis_paragraph_on_model_size():
+    assert paper_synthesis.scale_paragraph(VERDICTS, paired_rows()) == (
+        r"\paragraph{Model size.} Section~\ref{sec:scale} runs the headline rows at each size of the embedded "
+        r"policy (Table~\ref{tab:scale_verdicts}). The verdict is the same at every size for 1 of the 2 "
+        r"claims and differs for 1: RLOO uniform above SFT (pass@1). Uniform RLOO against the SFT policy of "
+        r"the same size (pass@1: the gain; pass@16: a negative difference is the narrowing): at small, pass@1 "
+        r"$+0.012$ [$-0.004$, $+0.028$] and pass@16 $-0.030$ [$-0.050$, $-0.010$]; at embedded, pass@1 "
+        r"$+0.060$ [$+0.041$, $+0.080$] and pass@16 $-0.070$ [$-0.090$, $-0.050$]; at large, pass@1 "
+        r"$+0.075$ [$+0.050$, $+0.100$]."  # large has no pass@16 difference: left out, no dash, no nan
+    )
+
+
+def test_the_synthesis_paragraph_escapes_claims_and_waits_for_both_tables():
+    differs = VERDICTS.assign(claim=["Edge x feature_failure above RLOO uniform", "Fixed v1 & v2"])
+    differs["same_at_every_size"] = False
+    text = paper_synthesis.scale_paragraph(differs, paired_rows())
+    assert (
+        r"differs for 2: Edge x feature\_failure above RLOO uniform (pass@1); Fixed v1 \& v2 (pass@1)."
+        in text
+    )
+    one = VERDICTS[["report", "claim", "metric", "embedded", "same_at_every_size"]]
+    assert "Only the embedded size has run yet" in paper_synthesis.scale_paragraph(one, paired_rows())
+    assert paper_synthesis.scale_paragraph(None, paired_rows()) == ""
+    assert paper_synthesis.scale_paragraph(VERDICTS, None) == ""
+    assert "Model size" not in paper_synthesis.synthesis_body({})  # notebook 09 not run: no paragraph
+    assert (
+        paper_synthesis.synthesis_body({}, VERDICTS, paired_rows())
+        .rstrip()
+        .endswith(paper_synthesis.scale_paragraph(VERDICTS, paired_rows()))
+    )
 
 
 def claims_table() -> pd.DataFrame:
@@ -264,6 +308,8 @@ def test_the_section_of_two_sizes_shows_their_tables_and_figure(scale_results, p
     assert "small & 862,592 &" in sizes and "large" not in sizes
     for path in generated.rglob("*.tex"):
         assert not re.search(r"\bnan\b", path.read_text(), re.IGNORECASE), path
+    synthesis = (generated / "synthesis.tex").read_text()
+    assert r"\paragraph{Model size.}" in synthesis and "at small, pass@1" in synthesis
 
 
 def test_a_scale_table_of_notebook_09_that_is_missing_is_refused(scale_results, tmp_path):

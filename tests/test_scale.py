@@ -2,6 +2,7 @@
 equal the study's comparison of the same rows, unshipped sizes are skipped with a message, the cost per
 size on a worked example, the figure, and notebook 09's shape."""
 
+import dataclasses
 import json
 
 import nbformat
@@ -222,13 +223,30 @@ def test_the_summary_has_every_row_at_every_size(results):
     assert list(summary["method"][:13]) == [m.name for m in scale.ROWS]
 
 
+def _paused(result: StudyResult) -> StudyResult:
+    """``result`` with every seed-2 run resumed an hour after a stop (its wall time spans the pause) and a
+    step log of two steps per run: row i's steps sample for i + 1 seconds and update for 2 (i + 1)."""
+    runs = result.runs.copy()
+    late = runs["seed"] == 2
+    runs.loc[late, "finished"] = (pd.to_datetime(runs.loc[late, "finished"]) + pd.Timedelta(hours=1)).map(
+        lambda t: t.isoformat()
+    )
+    steps = pd.DataFrame(
+        [{"method": m.name, "seed": s, "step": k, "seconds_sample": i + 1.0, "seconds_update": 2.0 * (i + 1)}
+         for i, m in enumerate(scale.ROWS) for s in SEEDS for k in range(2)]
+    )  # fmt: skip
+    return dataclasses.replace(result, runs=runs, steps=steps)
+
+
 def test_the_cost_per_size_worked_example(results):
-    cost = scale.cost_by_method(results, SIZES)
-    # row i (0-based) ran 10 (i + 1) + seed seconds at seeds 0, 1, 2: mean 10 (i + 1) + 1, s.d. 1
+    cost = scale.cost_by_method({size: _paused(r) for size, r in results.items()}, SIZES)
+    # row i (0-based) ran 10 (i + 1) + seed seconds at seeds 0 and 1, and that plus an hour's pause at seed
+    # 2: the median, 10 (i + 1) + 1, is not moved by the pause; its two steps took 3 (i + 1) s each run
     first = cost[cost["size"] == "small"].reset_index(drop=True)
     assert list(first["method"]) == [m.name for m in scale.ROWS]
     assert list(first["seconds_per_run"]) == pytest.approx([10.0 * (i + 1) + 1 for i in range(13)])
-    assert set(first["runs"]) == {3} and first["seconds_sd"].tolist() == pytest.approx([1.0] * 13)
+    assert list(first["training_seconds_per_run"]) == pytest.approx([2 * 3.0 * (i + 1) for i in range(13)])
+    assert set(first["runs"]) == {3}
     per_size = scale.cost_by_size(cost).set_index("size")
     assert per_size.loc["small", "runs"] == 39
     assert per_size.loc["small", "total_hours"] == pytest.approx(

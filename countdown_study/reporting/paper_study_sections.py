@@ -116,9 +116,10 @@ SCALE = Section(
                     for kind in ("sft", "ipo", "rloo")
                 ),
             ),
-            "What each size cost: its runs, their wall hours in all, and the mean wall seconds of one run of "
-            "each kind (SFT: evaluating the policy; RLOO: any RLOO row), from each run's record (started to "
-            "finished).",
+            "What each size cost: its runs, their wall hours in all, and the wall seconds of one run of each "
+            "kind (SFT: evaluating the policy; RLOO: any RLOO row), from each run's record (started to "
+            "finished; each row at the median of its runs, so that a run resumed after a pause does not "
+            "move it).",
         ),
         TableSpec(
             "scale_cost_by_method",
@@ -127,10 +128,12 @@ SCALE = Section(
                 METHOD_COLUMN,
                 Column("runs", "runs", "count"),
                 Column("seconds_per_run", "s per run", digits=0),
-                Column("seconds_sd", "s.d.", digits=0),
+                Column("training_seconds_per_run", "training s", digits=0),
             ),
-            "The wall seconds of one run of each row at each size (mean over its runs, with the s.d. over "
-            "training seeds), from each run's record.",
+            "The seconds of one run of each row at each size: its wall seconds from each run's record, "
+            "training and evaluation (the median over its runs: a run resumed after a pause spans the pause), "
+            "and the seconds of its training steps alone (the mean over its runs of the step log's sampling, "
+            "grading and update timings; none for SFT, which only evaluates).",
             group="size",
         ),
     ),

@@ -1,5 +1,6 @@
 """The paper's synthesis section: verdict counts per paired table, every claim that holds or is reversed,
-and which notebooks' paired tables are not in ``results/`` yet. Pure: tables in, LaTeX text out."""
+which notebooks' paired tables are not in ``results/`` yet, and what model size changes (notebook 09's
+tables, as the README says it: ``readme.scale_agreement``). Pure: tables in, LaTeX text out."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from countdown_study.reporting.latex import Column, present, table_float, tabular
+from countdown_study.reporting.latex import (
+    Column,
+    escape,
+    in_math,
+    interval,
+    number,
+    present,
+    table_float,
+    tabular,
+)
 from countdown_study.reporting.paper_macros import KNOWN_VERDICTS, verdict_counts
 from countdown_study.reporting.paper_sections import (
     CLAIMS,
@@ -16,6 +26,7 @@ from countdown_study.reporting.paper_sections import (
     VERDICT_METRICS,
     fitted_table,
 )
+from countdown_study.reporting.readme import rloo_over_sft, scale_agreement, scale_sizes
 
 SYNTHESIS_COLUMNS = (
     Column("table", "paired table", "code"),
@@ -49,9 +60,14 @@ def synthesis_table(paired: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=[c.key for c in SYNTHESIS_COLUMNS])
 
 
-def synthesis_body(paired: Mapping[str, pd.DataFrame]) -> str:
-    """The synthesis: verdict counts per paired table, every claim that holds or is reversed, and a sentence
-    naming the notebooks whose paired tables are not in ``results/`` yet."""
+def synthesis_body(
+    paired: Mapping[str, pd.DataFrame],
+    scale_verdicts: pd.DataFrame | None = None,
+    scale_paired: pd.DataFrame | None = None,
+) -> str:
+    """The synthesis: verdict counts per paired table, every claim that holds or is reversed, a sentence
+    naming the notebooks whose paired tables are not in ``results/`` yet, and the paragraph on model size
+    (``scale_paragraph``) where notebook 09's tables are there."""
     parts = []
     if paired:
         parts.append(verdict_sentence(verdict_counts(paired)))
@@ -84,7 +100,39 @@ def synthesis_body(paired: Mapping[str, pd.DataFrame]) -> str:
             f"Notebooks {', '.join(sorted(set(waiting)))} have not run yet for these results: their paired "
             "tables are not counted here."
         )
+    scale = scale_paragraph(scale_verdicts, scale_paired)
+    if scale:
+        parts.append(scale)
     return "\n\n".join(parts) + "\n"
+
+
+def scale_paragraph(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -> str:
+    """What model size changes, from notebook 09's ``scale_verdicts`` and ``scale_paired``: how many headline
+    claims keep their verdict at every size (naming those that do not), and at each size uniform RLOO's
+    pass@1 gain over the SFT policy of that size and its change of pass@16 (the narrowing), with their
+    intervals. Empty while either table is missing."""
+    if verdicts is None or paired is None:
+        return ""
+    at_sizes = []
+    for size in scale_sizes(verdicts):
+        cells = []
+        for metric in ("pass@1", "pass@16"):
+            row = rloo_over_sft(paired, size, metric)
+            if row is not None and not pd.isna(row["diff"]):
+                difference = in_math(number(row["diff"], signed=True))
+                cells.append(f"{metric} {difference} {interval(row['ci_low'], row['ci_high'])}")
+        if cells:
+            at_sizes.append(f"at {escape(size)}, {' and '.join(cells)}")
+    text = (
+        r"\paragraph{Model size.} Section~\ref{sec:scale} runs the headline rows at each size of the embedded "
+        rf"policy (Table~\ref{{tab:scale_verdicts}}). {scale_agreement(verdicts, escape)}"
+    )
+    if at_sizes:
+        text += (
+            " Uniform RLOO against the SFT policy of the same size (pass@1: the gain; pass@16: a negative "
+            f"difference is the narrowing): {'; '.join(at_sizes)}."
+        )
+    return text
 
 
 def verdict_sentence(counts: Mapping[str, int]) -> str:

@@ -15,6 +15,7 @@ reads and writes the files. Imports pandas, no torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -183,17 +184,35 @@ def baseline_lines(paired: pd.DataFrame, sizes: list[str]) -> list[str]:
     """Markdown lines: per size, its parameters and uniform RLOO's pass@1 and pass@16 differences from the
     SFT policy of that size (``scale_paired`` rows with ``a`` uniform RLOO and ``b`` SFT; ``-`` where a
     row is missing)."""
-    rloo = paired[(paired["a"] == UNIFORM) & (paired["b"] == SFT)]
     lines = ["| size | parameters | pass@1 | pass@16 |", "|---|---|---|---|"]
     for size in sizes:
         of_size = paired[paired["size"] == size]
         parameters = f"{int(of_size['parameters'].iloc[0]):,}" if len(of_size) else "-"
-        cells = []
-        for metric in ("pass@1", "pass@16"):
-            match = rloo[(rloo["size"] == size) & (rloo["metric"] == metric)]
-            cells.append(_difference(match.iloc[0] if len(match) else None))
+        cells = [_difference(rloo_over_sft(paired, size, metric)) for metric in ("pass@1", "pass@16")]
         lines.append(f"| {size} | {parameters} | " + " | ".join(cells) + " |")
     return lines
+
+
+def scale_agreement(verdicts: pd.DataFrame, name: Callable[[str], str] = str) -> str:
+    """The sentence on how many claims of ``scale_verdicts`` keep their verdict at every size, naming those
+    that do not (each through ``name``, e.g. a LaTeX escape), or that one size alone has run."""
+    sizes = scale_sizes(verdicts)
+    same = verdicts["same_at_every_size"].map(is_true)
+    differ = [name(f"{row['claim']} ({row['metric']})") for _, row in verdicts[~same].iterrows()]
+    if len(sizes) < 2:
+        return f"Only the {sizes[0]} size has run yet, so no verdict can differ between sizes."
+    if differ:
+        return (f"The verdict is the same at every size for {int(same.sum())} of the {len(verdicts)} claims "
+                f"and differs for {len(differ)}: {'; '.join(differ)}.")  # fmt: skip
+    return f"The verdict is the same at every size for every claim ({len(verdicts)})."
+
+
+def rloo_over_sft(paired: pd.DataFrame, size: str, metric: str) -> pd.Series | None:
+    """The ``scale_paired`` row of uniform RLOO against the SFT policy of ``size`` at ``metric`` (None
+    where it is missing)."""
+    match = paired[(paired["a"] == UNIFORM) & (paired["b"] == SFT) & (paired["size"] == size)
+                   & (paired["metric"] == metric)]  # fmt: skip
+    return match.iloc[0] if len(match) else None
 
 
 def scale_markdown(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -> str:
@@ -203,15 +222,7 @@ def scale_markdown(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -
     if verdicts is None or paired is None:
         return ""
     sizes = scale_sizes(verdicts)
-    same = verdicts["same_at_every_size"].map(is_true)
-    differ = [f"{row['claim']} ({row['metric']})" for _, row in verdicts[~same].iterrows()]
-    if len(sizes) < 2:
-        count = f"Only the {sizes[0]} size has run yet, so no verdict can differ between sizes."
-    elif differ:
-        count = (f"The verdict is the same at every size for {int(same.sum())} of the {len(verdicts)} claims "
-                 f"and differs for {len(differ)}: {'; '.join(differ)}.")  # fmt: skip
-    else:
-        count = f"The verdict is the same at every size for every claim ({len(verdicts)})."
+    count = scale_agreement(verdicts)
     return "\n".join(
         [
             f"Model size (notebook 09, `results/tables/{SCALE_VERDICTS}.csv`): the headline claims at each size "

@@ -317,13 +317,21 @@ def verdicts_by_size(paired: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_by_method(results: Mapping[str, StudyResult], sizes: pd.DataFrame) -> pd.DataFrame:
-    """Per size and row: the runs, their mean wall seconds (``synthesis_tables.run_times``: started to
-    finished in each run's record) and its seed s.d., sizes smallest first."""
+    """Per size and row: the runs; ``seconds_per_run``, the median of their wall seconds
+    (``synthesis_tables.run_times``: started to finished in each run's record, training and evaluation);
+    and ``training_seconds_per_run``, the mean of their training phases' seconds (the step log's sampling,
+    grading and update timings; NaN for the SFT row, which only evaluates). A run interrupted and resumed
+    later (a stopped machine, a killed worker) spans its pause in wall time: the median keeps a few such
+    runs from moving a row, and the training seconds never count a pause. Sizes smallest first."""
     tables = []
     for size, result in results.items():
-        times = run_times(result)["wall_seconds"].groupby(level="method", sort=False)
+        times = run_times(result).groupby(level="method", sort=False)
         table = pd.DataFrame(
-            {"runs": times.size(), "seconds_per_run": times.mean(), "seconds_sd": times.std()}
+            {
+                "runs": times.size(),
+                "seconds_per_run": times["wall_seconds"].median(),
+                "training_seconds_per_run": times["phase_seconds"].mean(),
+            }
         )
         table = table.reindex(list(result.methods)).reset_index()
         tables.append(pd.concat([pd.DataFrame([size_columns(sizes, size)] * len(table)), table], axis=1))
@@ -331,9 +339,9 @@ def cost_by_method(results: Mapping[str, StudyResult], sizes: pd.DataFrame) -> p
 
 
 def cost_by_size(cost: pd.DataFrame) -> pd.DataFrame:
-    """Per size of ``cost_by_method``: its runs, their total hours, and the mean seconds of one run of each
-    kind of row (``sft``: evaluating the policy; ``rloo``: every RLOO row; ``ipo``), from the rows' means
-    weighted by their runs."""
+    """Per size of ``cost_by_method``: its runs, their total hours (each row's runs at its median wall
+    seconds), and the seconds of one run of each kind of row (``sft``: evaluating the policy; ``rloo``: every
+    RLOO row; ``ipo``), from the rows' medians weighted by their runs."""
     kinds = {SFT.name: "sft", IPO.name: "ipo"}
     cost = cost.assign(
         kind=cost["method"].map(kinds).fillna("rloo"), total=cost["runs"] * cost["seconds_per_run"]
