@@ -225,14 +225,16 @@ def test_the_summary_has_every_row_at_every_size(results):
 
 def _paused(result: StudyResult) -> StudyResult:
     """``result`` with every seed-2 run resumed an hour after a stop (its wall time spans the pause) and a
-    step log of two steps per run: row i's steps sample for i + 1 seconds and update for 2 (i + 1)."""
+    step log of two steps per run: row i's steps sample for i + 1 seconds and update for 2 (i + 1), ten
+    times that at seed 2 (a run slowed by other work on its cores)."""
     runs = result.runs.copy()
     late = runs["seed"] == 2
     runs.loc[late, "finished"] = (pd.to_datetime(runs.loc[late, "finished"]) + pd.Timedelta(hours=1)).map(
         lambda t: t.isoformat()
     )
     steps = pd.DataFrame(
-        [{"method": m.name, "seed": s, "step": k, "seconds_sample": i + 1.0, "seconds_update": 2.0 * (i + 1)}
+        [{"method": m.name, "seed": s, "step": k, "seconds_sample": i + 1.0,
+          "seconds_update": 2.0 * (i + 1) * (10 if s == 2 else 1)}
          for i, m in enumerate(scale.ROWS) for s in SEEDS for k in range(2)]
     )  # fmt: skip
     return dataclasses.replace(result, runs=runs, steps=steps)
@@ -241,7 +243,8 @@ def _paused(result: StudyResult) -> StudyResult:
 def test_the_cost_per_size_worked_example(results):
     cost = scale.cost_by_method({size: _paused(r) for size, r in results.items()}, SIZES)
     # row i (0-based) ran 10 (i + 1) + seed seconds at seeds 0 and 1, and that plus an hour's pause at seed
-    # 2: the median, 10 (i + 1) + 1, is not moved by the pause; its two steps took 3 (i + 1) s each run
+    # 2: the median, 10 (i + 1) + 1, is not moved by the pause; its two steps took 3 (i + 1) s each at seeds 0
+    # and 1 (the median: seed 2's slowed steps do not move it)
     first = cost[cost["size"] == "small"].reset_index(drop=True)
     assert list(first["method"]) == [m.name for m in scale.ROWS]
     assert list(first["seconds_per_run"]) == pytest.approx([10.0 * (i + 1) + 1 for i in range(13)])

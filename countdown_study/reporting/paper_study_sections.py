@@ -132,8 +132,9 @@ SCALE = Section(
             ),
             "The seconds of one run of each row at each size: its wall seconds from each run's record, "
             "training and evaluation (the median over its runs: a run resumed after a pause spans the pause), "
-            "and the seconds of its training steps alone (the mean over its runs of the step log's sampling, "
-            "grading and update timings; none for SFT, which only evaluates).",
+            "and the seconds of its training steps alone (the median over its runs of the step log's "
+            "sampling, grading and update timings; none for SFT, which only evaluates, and IPO, whose step log "
+            "records no timings).",
             group="size",
         ),
     ),

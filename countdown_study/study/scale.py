@@ -319,10 +319,11 @@ def verdicts_by_size(paired: pd.DataFrame) -> pd.DataFrame:
 def cost_by_method(results: Mapping[str, StudyResult], sizes: pd.DataFrame) -> pd.DataFrame:
     """Per size and row: the runs; ``seconds_per_run``, the median of their wall seconds
     (``synthesis_tables.run_times``: started to finished in each run's record, training and evaluation);
-    and ``training_seconds_per_run``, the mean of their training phases' seconds (the step log's sampling,
-    grading and update timings; NaN for the SFT row, which only evaluates). A run interrupted and resumed
-    later (a stopped machine, a killed worker) spans its pause in wall time: the median keeps a few such
-    runs from moving a row, and the training seconds never count a pause. Sizes smallest first."""
+    and ``training_seconds_per_run``, the median of their training phases' seconds (the step log's
+    sampling, grading and update timings; NaN for SFT, which only evaluates, and IPO, whose step log has no
+    timings). A run interrupted and resumed later (a stopped machine, a killed worker) spans its pause in
+    wall time: the median keeps a few such runs from moving a row, and the training seconds never count a
+    pause. Sizes smallest first."""
     tables = []
     for size, result in results.items():
         times = run_times(result).groupby(level="method", sort=False)
@@ -330,7 +331,7 @@ def cost_by_method(results: Mapping[str, StudyResult], sizes: pd.DataFrame) -> p
             {
                 "runs": times.size(),
                 "seconds_per_run": times["wall_seconds"].median(),
-                "training_seconds_per_run": times["phase_seconds"].mean(),
+                "training_seconds_per_run": times["phase_seconds"].median(),
             }
         )
         table = table.reindex(list(result.methods)).reset_index()
