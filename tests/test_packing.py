@@ -70,6 +70,39 @@ def test_on_a_machine_without_a_gpu_cpu_runs_go_on_with_a_note(monkeypatch, caps
 
 
 @pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--workers", "1"], "--workers is for --executor local"),
+        (["--executor", "ray", "--workers", "1"], "--workers is for --executor local"),
+        (["--executor", "local", "--workers", "0"], "--workers must be at least 1, got 0"),
+        (
+            ["--executor", "local", "--workers", "1", "--runs-per-gpu", "2"],
+            "give --workers or --runs-per-gpu, not both",
+        ),
+    ],
+)
+def test_workers_mistakes_are_one_line_and_exit_2(argv, error, capsys, machine):
+    assert main(["run", "02", "--preset", "tiny", *argv]) == 2
+    assert capsys.readouterr().err.strip() == f"countdown-study run: error: {error}"
+
+
+def test_workers_sizes_the_local_pool(monkeypatch, capsys, machine):
+    """On a machine short of memory, one run at a time though the cores would take two."""
+    from countdown_study.study import pipeline
+
+    machine((), 2)
+    trained = []
+    monkeypatch.setattr(grid, "train_grid", lambda *args: trained.append(args) or Execution((), (), ()))
+    monkeypatch.setattr(pipeline, "run_notebooks", lambda *args: [])
+    assert main(["run", "02", "--preset", "tiny", "--executor", "local", "--workers", "1"]) == 0
+    assert (
+        "  local: 1 runs at once (2 cores; torch threads per run: 1)" in capsys.readouterr().out.splitlines()
+    )
+    [(_, _, _, config)] = trained
+    assert config == ExecutorConfig("local", workers=1)
+
+
+@pytest.mark.parametrize(
     ("planned", "config", "lines"),
     [
         (

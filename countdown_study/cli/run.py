@@ -50,6 +50,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--retries", type=int, default=2, help="--executor: failed attempts retried per run (default 2)"
     )
     parser.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="--executor local: N runs at once (default: the cores divided by each run's torch threads; a "
+        "full-preset run holds up to about 10 GB, so on a 16 GB machine give 1)",
+    )  # fmt: skip
+    parser.add_argument(
         "--runs-per-gpu", type=int, default=None, metavar="K",
         help="--executor: K runs share each GPU at once (local: K workers per visible GPU, each seeing only "
         "its GPU, the cores divided among them; ray: a run on a GPU asks for 1/K of one). Run ids do not "
@@ -147,11 +152,13 @@ def output_folders(args: argparse.Namespace) -> list[Path]:
 
 
 def executor_config(args: argparse.Namespace):
-    """The ``runs.executor.ExecutorConfig`` of ``--executor``, ``--address``, ``--retries``,
+    """The ``runs.executor.ExecutorConfig`` of ``--executor``, ``--address``, ``--retries``, ``--workers``,
     ``--runs-per-gpu``; None without ``--executor``. Raises ``RayMissingError`` for ``--executor ray`` without
     Ray installed."""
     from countdown_study.runs.executor import ExecutorConfig, import_ray
 
+    if args.workers is not None and args.executor != "local":
+        raise ValueError("--workers is for --executor local")
     if args.executor is None:
         if args.address is not None:
             raise ValueError("--address is for --executor ray")
@@ -160,7 +167,13 @@ def executor_config(args: argparse.Namespace):
         return None
     if args.runs_per_gpu is not None and args.runs_per_gpu < 1:
         raise ValueError(f"--runs-per-gpu must be at least 1, got {args.runs_per_gpu}")
-    config = ExecutorConfig(args.executor, args.address, args.retries, runs_per_gpu=args.runs_per_gpu)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    if args.workers is not None and args.runs_per_gpu is not None:
+        raise ValueError("give --workers or --runs-per-gpu, not both")
+    config = ExecutorConfig(
+        args.executor, args.address, args.retries, workers=args.workers, runs_per_gpu=args.runs_per_gpu
+    )
     if config.backend == "ray":
         import_ray()
     return config

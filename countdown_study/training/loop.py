@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 from countdown_study.policy import policy_identity
 from countdown_study.rollout import make_engine
 from countdown_study.runs.device import resolve_device
-from countdown_study.runs.memory import return_free_heap
+from countdown_study.runs.memory import return_free_heap, return_free_heap_when_low
 from countdown_study.runs.store import RunStore
 from countdown_study.samplers import make_sampler, proposes_tasks
 from countdown_study.training.aux import build_aux_losses
@@ -151,6 +151,7 @@ def run_training(config: TrainConfig, store: RunStore, progress: bool = True) ->
                 if isinstance(value, (int, float)) and math.isfinite(value):
                     writer.add_scalar(key, value, step)
         bar.set_postfix(reward=f"{record['reward_mean']:.3f}", exact=f"{record['exact_rate']:.3f}")
+        return_free_heap_when_low()  # the step's freed heap, while runs beside this one need the memory
         if step + 1 in snapshots:
             return_free_heap()  # an evaluation allocates anew: not on top of the step's freed heap
             evaluate_snapshot(
