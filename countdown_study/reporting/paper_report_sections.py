@@ -233,6 +233,16 @@ REPORT_003 = Section(
     ),
     (
         FigureSpec(
+            "vcc_003_figure_3",
+            "Report 003's Figure 3 redrawn from its Table 1: pass@1 against oracle pass@16 for each row, this "
+            "study on the search-style embedded policy above the report's on Qwen2.5-0.5B.",
+        ),
+        FigureSpec(
+            "vcc_003_figure_5",
+            "Report 003's Figure 5 redrawn from its Table 2, the VCC ablation: rollout accuracy, mean reward "
+            "and oracle pass@16 for each row, this study above the report's.",
+        ),
+        FigureSpec(
             "vcc_003_final_vs_first",
             "The final answer against the first verifying one. Left: pass@k of each (solid and dashed) for "
             "the rows whose two curves differ by 0.02 or more (the four widest gaps at most); right: the "
