@@ -1,6 +1,7 @@
 """Returning a run process's freed heap: resident memory falls back once the blocks are freed (in a fresh
 process, so the test's own heap does not count)."""
 
+import os
 import subprocess
 import sys
 
@@ -65,6 +66,24 @@ def meminfo(total_gb: float, available_gb: float) -> str:
 def test_memory_is_low_below_a_quarter_of_the_machine(text, low):
     assert memory.LOW_MEMORY_SHARE == 0.25
     assert memory.memory_is_low(text) is low
+
+
+def test_meminfo_fields_are_read_in_kib_by_name():
+    assert memory.meminfo_kib(meminfo(24, 6)) == {
+        "MemTotal": 24 * 2**20,
+        "MemFree": 3 * 2**20,
+        "MemAvailable": 6 * 2**20,
+        "Buffers": 1024,
+    }
+    assert memory.meminfo_kib("MemTotal: x kB\nHugePages_Total:       0\n") == {"HugePages_Total": 0}
+
+
+def test_the_machine_memory_is_read_once_for_the_run_store_and_the_command_line_bounds():
+    from countdown_study.cli import bounds
+
+    fields = memory.meminfo_kib()
+    assert fields["MemTotal"] * 1024 == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert 0 < bounds.host_memory() <= fields["MemTotal"] * 1024
 
 
 def test_the_heap_goes_back_only_while_memory_is_low(monkeypatch):

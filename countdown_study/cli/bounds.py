@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from countdown_study.paths import EMBEDDED_CHECKPOINT_DIR
+from countdown_study.runs.memory import meminfo_kib
 
 MAX_STEPS = 100_000
 """Most optimizer steps a command accepts: about a week of the CPU preset's ~6 s steps (the study's longest
@@ -116,12 +117,9 @@ def policy_bytes_per_token(policy_dir: Path | None) -> int:
 def host_memory() -> int | None:
     """Bytes of memory available on this machine: ``MemAvailable`` of ``/proc/meminfo``, else
     ``os.sysconf``'s available pages; None where neither says."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    available = meminfo_kib().get("MemAvailable")
+    if available is not None:
+        return available * 1024
     try:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):

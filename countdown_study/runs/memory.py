@@ -49,21 +49,28 @@ def return_free_heap() -> bool:
     return bool(trim(0)) if trim is not None else False
 
 
-def memory_is_low(meminfo: str | None = None) -> bool:
-    """Whether the machine's available memory (``MemAvailable``) is below ``LOW_MEMORY_SHARE`` of its total
-    (``MemTotal``), read from ``meminfo`` (the text of ``/proc/meminfo``; read here when None). False where
-    neither can be read (not Linux): then nothing is returned early."""
+def meminfo_kib(meminfo: str | None = None) -> dict[str, int]:
+    """The fields of ``meminfo`` (the text of ``/proc/meminfo``; read here when None) as KiB by name, e.g.
+    ``{"MemTotal": 24576000, "MemAvailable": ...}``; empty where it cannot be read (not Linux)."""
     if meminfo is None:
         try:
             meminfo = MEMINFO.read_text()
         except OSError:
-            return False
+            return {}
     fields = {}
     for line in meminfo.splitlines():
         name, _, rest = line.partition(":")
         parts = rest.split()
         if parts and parts[0].isdigit():
             fields[name] = int(parts[0])
+    return fields
+
+
+def memory_is_low(meminfo: str | None = None) -> bool:
+    """Whether the machine's available memory (``MemAvailable``) is below ``LOW_MEMORY_SHARE`` of its total
+    (``MemTotal``), read by ``meminfo_kib``. False where neither can be read (not Linux): then nothing is
+    returned early."""
+    fields = meminfo_kib(meminfo)
     total, available = fields.get("MemTotal"), fields.get("MemAvailable")
     if not total or available is None:
         return False
