@@ -348,6 +348,8 @@ def test_axes_and_titles_are_labelled_for_a_reader():
     assert grid.get_suptitle() == "Difficulty Vector"
     assert grid.axes[0].get_title() == "distinct solutions (capped at 128)"
     assert grid.legends[0].get_title().get_text() == "numbers in the task"
+    fills = [h.get_facecolor()[3] for h in grid.legends[0].legend_handles]  # as translucent as the histograms
+    assert fills == [plots.HISTOGRAM_FILL] * 2 == [p.get_facecolor()[3] for p in grid.axes[0].patches[::2]]
     assert plots.histogram_grid(dv, ["solution_count"]).get_suptitle() == ""  # no title unless given
 
 
@@ -366,6 +368,10 @@ def test_outcome_shares_stack_to_one_per_tier_with_the_accepted_share_at_the_bot
     assert [b.get_height() for b in teacher.patches] == pytest.approx([0.5, 0.25, 0.25])
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["accepted", "unsolvable", "seen"]
     assert [t.get_text() for t in rule.texts] == ["n=4", "n=4"]
+    # each legend square has its bars' colour, solid (a translucent square reads as another colour)
+    squares = [tuple(h.get_facecolor()) for h in fig.legends[0].legend_handles]
+    assert squares == [tuple(rule.patches[2 * i].get_facecolor()) for i in range(3)]
+    assert all(alpha == 1.0 for *_, alpha in squares)
 
 
 def test_their_own_tables_stack_under_ours_labelled_by_model():

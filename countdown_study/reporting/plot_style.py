@@ -97,10 +97,17 @@ def colours_for(table: pd.DataFrame, methods: Sequence[str] | None = None) -> di
     return {method: colour for method, colour in colours.items() if method in present}
 
 
-def _legend(fig: Figure, colours: dict[str, str], title: str | None = None, patches: bool = False) -> None:
-    """One legend for the whole figure, entries in ``colours``' order, below the panels."""
+def _legend(
+    fig: Figure, colours: dict[str, str], title: str | None = None, patches: bool = False, fill: float = 1.0
+) -> None:
+    """One legend for the whole figure, entries in ``colours``' order, below the panels: lines, or
+    (``patches``) filled squares whose fill has the opacity ``fill`` of the areas they name (solid bars and
+    stacks 1, translucent histograms their own) and whose outline is the full colour."""
     if patches:
-        handles = [Patch(facecolor=colour, alpha=0.6, label=str(name)) for name, colour in colours.items()]
+        handles = [
+            Patch(facecolor=matplotlib.colors.to_rgba(colour, fill), edgecolor=colour, label=str(name))
+            for name, colour in colours.items()
+        ]
     else:
         handles = [Line2D([], [], color=colour, label=str(name)) for name, colour in colours.items()]
     fig.legend(

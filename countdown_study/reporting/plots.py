@@ -62,8 +62,8 @@ from countdown_study.reporting.plot_style import (
 from countdown_study.reporting.plot_style import _legend as _legend
 from countdown_study.reporting.plot_style import _panel_grid as _panel_grid
 from countdown_study.reporting.plot_style import _styled as _styled
-from countdown_study.reporting.table_plots import _sd as _sd
 from countdown_study.reporting.table_plots import (
+    HISTOGRAM_FILL,
     cost_figure,
     grouped_bars,
     histogram_edges,
@@ -72,6 +72,7 @@ from countdown_study.reporting.table_plots import (
     outcome_shares_figure,
     whole_number_ticks,
 )
+from countdown_study.reporting.table_plots import _sd as _sd
 from countdown_study.reporting.training_plots import (
     arm_state_figure,
     controller_figure,
@@ -85,6 +86,7 @@ __all__ = [
     "ANSWER_CURVES",
     "ANSWER_GAP",
     "DIAGNOSTIC_LABELS",
+    "HISTOGRAM_FILL",
     "DIAGNOSTIC_REFERENCES",
     "KNOWN_ORDERS",
     "LABELS",

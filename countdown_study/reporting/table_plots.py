@@ -21,6 +21,10 @@ from countdown_study.reporting.plot_style import (
     method_colours,
 )
 
+HISTOGRAM_FILL = 0.35
+"""Opacity of a histogram's fill (``histogram_grid``), so overlapping groups show through each other;
+each keeps a full-colour outline, and its legend square the same fill."""
+
 
 @_styled
 def grouped_bars(
@@ -122,12 +126,12 @@ def histogram_grid(
             whole_number_ticks(ax, values)
         for key, group in groups:
             data = pd.to_numeric(group[column], errors="coerce").dropna().to_numpy(dtype=float)
-            ax.hist(data, bins=edges, histtype="stepfilled", alpha=0.35, color=colours[key])
+            ax.hist(data, bins=edges, histtype="stepfilled", alpha=HISTOGRAM_FILL, color=colours[key])
             ax.hist(data, bins=edges, histtype="step", linewidth=1.1, color=colours[key])
         ax.set_title(label(column), fontsize=8)
         ax.set_ylabel("tasks")
     if hue is not None:
-        _legend(fig, colours, title=label(hue), patches=True)
+        _legend(fig, colours, title=label(hue), patches=True, fill=HISTOGRAM_FILL)
     if title:
         fig.suptitle(title)
     return fig
@@ -174,7 +178,7 @@ def cost_figure(
     fig = Figure(figsize=(TEXT_WIDTH, 0.2 * len(cost) + 2.2), layout="constrained")
     bars, points = fig.subplots(1, 2, width_ratios=(1, 1.3))
     ys = np.arange(len(cost))[::-1]  # the first method on top
-    bars.barh(ys, cost["rollouts_per_step"], color=[colours[k] for k in kinds], alpha=0.8)
+    bars.barh(ys, cost["rollouts_per_step"], color=[colours[k] for k in kinds])
     bars.set_yticks(ys, [f"{m}  ({i})" for i, m in enumerate(methods, start=1)], fontsize=7)
     bars.set_xlabel("rollouts per optimizer step")
     for number, (row, kind) in enumerate(zip(cost.itertuples(index=False), kinds, strict=True), start=1):
