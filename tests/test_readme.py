@@ -68,6 +68,14 @@ def test_the_claims_as_markdown():
         "source, metric and verdict: 1 holds, 1 inside noise, 1 same runs, 1 not tested."
     )
     assert "ours on embedded, 5 training seeds, 95% intervals" in lines[0]
+    # only the categories the table has are explained
+    assert (
+        "`same runs`: identical runs to another claim, counted once; `not tested`: the reason is in the "
+        "table. The reports'" in lines[0]
+    )
+    assert "`underpowered`" not in lines[0] and "`untestable`" not in lines[0]
+    two = claims().assign(policy=["embedded", "embedded-search", "embedded", "embedded"])
+    assert "ours on embedded and embedded-search, 5 training seeds" in claims_markdown(two)
     # only the evidence is listed one by one; the untested row's empty interval is never printed
     assert lines[-3:] == [
         "| claim | metric | report: a vs b | ours: a vs b: a - b [95%] | MDE | seeds for the report's effect | verdict |",

@@ -84,6 +84,16 @@ def count_table(claims: pd.DataFrame) -> list[str]:
     return lines
 
 
+MEANINGS = {
+    "underpowered": "inside the noise while the minimum detectable effect (MDE) exceeds the report's own effect",
+    "untestable": "both arms at a floor",
+    "same runs": "identical runs to another claim, counted once",
+    "not tested": "the reason is in the table",
+}
+"""What the README's results paragraph says of each verdict category that needs saying, for the
+categories the claims table has."""
+
+
 def claims_markdown(claims: pd.DataFrame) -> str:
     """The README's results from ``claims`` (``claims.csv``): the counts, then the claims in ``SHOWN``."""
     missing = [c for c in REQUIRED if c not in claims.columns]
@@ -95,13 +105,15 @@ def claims_markdown(claims: pd.DataFrame) -> str:
     tested = claims[categories != "not tested"]
     tally = ", ".join(f"{int((categories == c).sum())} {c}" for c in ORDER if (categories == c).any())
     seeds = tested["n_seeds"].astype(int)
-    ours = "; ".join(sorted({str(p) for p in tested["policy"] if str(p)}))
+    policies = sorted({str(p) for p in tested["policy"] if str(p)})
+    ours = " and ".join(filter(None, [", ".join(policies[:-1]), *policies[-1:]]))
+    explained = " ".join(
+        f"`{c}`: {text};" for c, text in MEANINGS.items() if (categories == c).any()
+    ).removesuffix(";")
     shown = claims[categories.isin(SHOWN)]
     lines = [
         f"Every quantitative claim of the five reports, {len(claims)} in all, is in `results/tables/claims.csv` "
-        f"with its source, metric and verdict: {tally}. `underpowered`: inside the noise while the minimum "
-        "detectable effect (MDE) exceeds the report's own effect; `untestable`: both arms at a floor; "
-        "`same runs`: identical runs to another claim, counted once; `not tested`: the reason is in the table. "
+        f"with its source, metric and verdict: {tally}. {explained}. "
         f"The reports' numbers are on {REPORT_MODEL} (one run, 50 test prompts); ours on {ours}, "
         f"{seed_range(seeds)}, 95% intervals over tasks and training seeds; seeds for the report's effect: "
         "the training seeds at which the MDE would reach the report's own difference (>1000: not with these "
