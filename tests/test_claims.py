@@ -125,6 +125,19 @@ def test_task_values_on_a_worked_example():
     assert task_values(samples, "ood_nonzero_pass@16").tolist() == [1.0, 1.0]
     unparsed = samples.assign(reason=["syntax"] * 8)
     assert task_values(unparsed, "ood_nonzero_pass@16").tolist() == [0.0, 0.0]
+    # the same credit over a whole study (notebook 07's Table 4 column): pass@4 of what parses
+    from countdown_study.study import StudyResult, parseable_result, study_preset, summary_table
+
+    study = StudyResult(study_preset("tiny"), pd.DataFrame(), samples.assign(method="m", seed=0),
+                        pd.DataFrame(), ("m",))  # fmt: skip
+    credited = parseable_result(study)
+    assert credited.samples["correct"].tolist() == [True, True, True, False, True, False, False, False]
+    assert study.samples["correct"].sum() == 2  # the result it was given is left as it was
+    assert (
+        task_values(credited.samples, "pass@4").tolist()
+        == task_values(samples, "ood_nonzero_pass@16").tolist()
+    )
+    assert summary_table(credited)["pass@4"].tolist() == [1.0]
     with pytest.raises(ValueError, match="unknown metric 'pass@99'"):
         task_values(samples, "pass@99")
     sized = samples.assign(num_count=[3] * 4 + [4] * 4)  # the per-size metrics keep the tasks of one size

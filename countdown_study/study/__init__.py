@@ -6,6 +6,7 @@ May import every layer but ``cli``. The names notebooks use are re-exported here
 """
 
 from countdown_study.study import rows
+from countdown_study.study.claims import parseable_result
 from countdown_study.study.grid import notebook_methods
 from countdown_study.study.method import EMBEDDED_MODEL, Method, model_label
 from countdown_study.study.methods import (
@@ -58,6 +59,7 @@ __all__ = [
     "StudyResult",
     "evaluate_policy",
     "eval_set_result",
+    "parseable_result",
     "model_label",
     "evaluate_policy_run",
     "generation_cost",

@@ -41,7 +41,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,7 @@ __all__ = [
     "classify_interval",
     "judge",
     "load_registry",
+    "parseable_result",
     "result_values",
     "task_values",
     "value_matrix",
@@ -121,6 +122,14 @@ PARTIAL_REASONS = ("ok", "wrong_value", "wrong_numbers")
 wrong): report 004's "parseable" answer, which its verifier gives a partial reward and which its nonzero
 pass@16 counts. Our format score also rewards a tagged answer that does not parse, so the format score
 alone would read every task as nonzero (ours: the reason, not the reward, decides)."""
+
+
+def parseable_result(result: StudyResult) -> StudyResult:
+    """``result`` with a sample counted correct when its answer parses (its verifier reason is one of
+    ``PARTIAL_REASONS``), not when it is exact: its pass@16 is report 004's Nonzero Pass@16 (Table 4), the
+    same per-task values as the ``ood_nonzero_pass@16`` metric of ``task_values``."""
+    samples = result.samples.assign(correct=result.samples["reason"].isin(PARTIAL_REASONS))
+    return replace(result, samples=samples)
 
 
 def _avg_pass_at_k(problems: pd.DataFrame) -> np.ndarray:
