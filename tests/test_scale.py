@@ -333,7 +333,7 @@ def test_notebook_09_runs_the_scale_rows_from_each_sizes_parameter():
 @pytest.mark.slow
 def test_notebook_09_runs_a_size_given_as_a_folder_through_plain_papermill(tmp_path, monkeypatch):
     """A size's policy may be any folder: its rows are planned and run beside the embedded size's, the
-    tables hold both sizes, and the executed copy (plain papermill, no pipeline environment) shows no
+    tables hold every size, and the executed copy (plain papermill, no pipeline environment) shows no
     progress bars."""
     import shutil
 
@@ -344,17 +344,22 @@ def test_notebook_09_runs_a_size_given_as_a_folder_through_plain_papermill(tmp_p
     monkeypatch.setenv("COUNTDOWN_STUDY_RESULTS", str(tmp_path / "results"))
     for name in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):
         monkeypatch.delenv(name, raising=False)
-    parameters = {"preset": "tiny", "small_policy": str(folder), "policy": str(folder)}  # one set of runs
+    sizes = {
+        "small_policy": str(folder),
+        "policy": str(folder),
+        "large_policy": str(folder),
+    }  # one set of runs
+    parameters = {"preset": "tiny", **sizes}
     out = tmp_path / "09.ipynb"
     papermill.execute_notebook(str(NOTEBOOK), str(out), parameters=parameters, progress_bar=False)
-    planned = grid.plan_grid(["09_scale"], "tiny", {"small_policy": str(folder), "policy": str(folder)})
-    assert len(planned) == len(scale.ROWS)  # two sizes asking for the same runs; the unshipped one none
+    planned = grid.plan_grid(["09_scale"], "tiny", sizes)
+    assert len(planned) == len(scale.ROWS)  # three sizes asking for the same runs
     tables = tmp_path / "results" / "presets" / "tiny" / "tables"
     summary = pd.read_csv(tables / "scale_summary.csv")
     assert summary.groupby("size")["method"].apply(list).to_dict() == {
-        size: [m.name for m in scale.ROWS] for size in ("embedded", "small")
+        size: [m.name for m in scale.ROWS] for size in ("embedded", "small", "large")
     }
-    assert set(pd.read_csv(tables / "scale_paired.csv")["size"]) == {"embedded", "small"}
+    assert set(pd.read_csv(tables / "scale_paired.csv")["size"]) == {"embedded", "small", "large"}
     streams = "".join(o.get("text", "") for c in nbformat.read(out, as_version=4).cells
                       for o in c.get("outputs", []) if o.output_type == "stream")  # fmt: skip
     assert "%|" not in streams and "Loading weights" not in streams, streams[:300]
