@@ -105,11 +105,12 @@ SCALE_QUALITY_GOAL = {
 """Ranges ``embedded-small`` and ``embedded-large`` should fall in: their pass@1 is what the scale study
 measures, so only a floor (RLOO learns from the tasks a policy sometimes solves), nearly every rollout
 well formed, and at most ``TRUNCATION_WARNING`` of rollouts cut at the study's budget (and 3-number tasks
-easier than 4-number). The shipped ``embedded-large`` misses the last: 14.0% of its rollouts are cut at 224
-tokens (4-number tasks 21.8%), because after a wrong answer it tries again, as the recipe's multi-attempt
-traces teach, and later attempts run past the budget; it ships as the shared recipe made it, its record
-says so, and pass@k at the study's budget counts a cut rollout's last complete answer, for both arms of every
-comparison of its size alike."""
+easier than 4-number). Both shipped sizes miss the last, as ``embedded`` would: at 224 tokens
+``embedded-small`` cuts 18.2% of its rollouts, ``embedded-large`` 14.0% and ``embedded`` 9.5% (notebook
+02's SFT row), most on 4-number tasks, because after a wrong answer each tries again, as the recipe's
+multi-attempt traces teach, and later attempts run past the budget. They ship as the shared recipe made
+them, their records carry the share, and a cut rollout is graded on its last complete answer, for both arms
+of every comparison of a size alike."""
 
 
 def measure_quality(
