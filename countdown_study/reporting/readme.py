@@ -107,13 +107,12 @@ def claims_markdown(claims: pd.DataFrame) -> str:
     seeds = tested["n_seeds"].astype(int)
     policies = sorted({str(p) for p in tested["policy"] if str(p)})
     ours = " and ".join(filter(None, [", ".join(policies[:-1]), *policies[-1:]]))
-    explained = " ".join(
-        f"`{c}`: {text};" for c, text in MEANINGS.items() if (categories == c).any()
-    ).removesuffix(";")
+    meanings = [f"`{c}`: {text}" for c, text in MEANINGS.items() if (categories == c).any()]
+    explained = "; ".join(meanings) + ". " if meanings else ""
     shown = claims[categories.isin(SHOWN)]
     lines = [
         f"Every quantitative claim of the five reports, {len(claims)} in all, is in `results/tables/claims.csv` "
-        f"with its source, metric and verdict: {tally}. {explained}. "
+        f"with its source, metric and verdict: {tally}. {explained}"
         f"The reports' numbers are on {REPORT_MODEL} (one run, 50 test prompts); ours on {ours}, "
         f"{seed_range(seeds)}, 95% intervals over tasks and training seeds; seeds for the report's effect: "
         "the training seeds at which the MDE would reach the report's own difference (>1000: not with these "
