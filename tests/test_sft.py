@@ -529,7 +529,7 @@ def test_a_shipped_scale_policy_records_its_run_and_meets_its_goal(name):
     assert sft.config_from_dict(info["config"]) == recipe.config and info["steps_done"] == recipe.config.steps
     assert json.loads((recipe.dest / "config.json").read_text())["dtype"] == recipe.weights_dtype
     quality = info["quality"]
-    assert sft.quality_shortfalls(quality, recipe.goal) == SHIPPED_SHORTFALLS.get(name, [])
+    assert sft.quality_shortfalls(quality, recipe.goal) == SHIPPED_SHORTFALLS[name]
     assert quality["measured_with"] == {"policy": recipe.policy, "tasks": "generated:1000:0", "seed": 0,
                                         "sampling": asdict(recipe.sampling)}  # fmt: skip
 
