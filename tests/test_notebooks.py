@@ -127,24 +127,34 @@ def _check_closing_summary(path):
         assert re.search(r"runs/: \d+ runs?, \d+ trained, \d+ reused$", printed), printed
 
 
-def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_path):
+def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_path, monkeypatch):
     broken = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('preset = "quick"')
     params.metadata["tags"] = ["parameters"]
     broken.cells = [params, nbformat.v4.new_code_cell("raise RuntimeError('boom ' + preset)")]
     fine = nbformat.v4.new_notebook()
-    fine.cells = [params, nbformat.v4.new_code_cell("import os\nprint(preset, os.environ['TQDM_DISABLE'])")]
+    fine.cells = [
+        params,
+        nbformat.v4.new_code_cell("import os\nprint(os.getcwd())"),
+        nbformat.v4.new_code_cell("print(preset, os.environ['TQDM_DISABLE'])"),
+    ]
     for nb in (broken, fine):
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(broken, tmp_path / "01_broken.ipynb")
     nbformat.write(fine, tmp_path / "02_fine.ipynb")
+    # the process's folder is shared by the threads: a notebook run never moves it elsewhere (papermill
+    # re-enters the folder it is in around each read and write, which leaves it where it was)
+    start, real_chdir, moves = os.getcwd(), os.chdir, []
+    monkeypatch.setattr(os, "chdir", lambda path: moves.append(str(path)) or real_chdir(path))
     outcomes = run_notebooks(list_notebooks(folder=tmp_path), "tiny", jobs=2)
     assert [o.ok for o in outcomes] == [False, True], [o.error for o in outcomes]
+    assert set(moves) <= {start} and os.getcwd() == start, sorted(set(moves))
     assert outcomes[0].error == "RuntimeError: boom tiny"
     executed_dir = results / "presets" / "tiny" / "executed"
     assert not (executed_dir / "01_broken.ipynb").exists()
     assert (executed_dir / "failed" / "01_broken.ipynb").exists()
     executed = nbformat.read(executed_dir / "02_fine.ipynb", as_version=4)
+    assert executed.cells[-2].outputs[0].text == f"{tmp_path}\n"  # the kernel starts in the notebook's folder
     assert executed.cells[-1].outputs[0].text == f"tiny {KERNEL_ENVIRONMENT['TQDM_DISABLE']}\n"  # kernel env
     record = executed.metadata.papermill  # paths relative to the results folder, not absolute
     assert (

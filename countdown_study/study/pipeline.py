@@ -111,7 +111,9 @@ def execute_notebook(
             str(tmp),
             parameters={"preset": preset, **(parameters or {})},
             kernel_name=kernel,
-            cwd=str(notebook.parent),
+            # the kernel starts in the notebook's folder; papermill's own ``cwd`` would chdir this whole
+            # process, which threads running notebooks side by side would leave in another's folder
+            resources={"metadata": {"path": str(notebook.parent)}},
             progress_bar=progress,
             kernel_manager_class=kernel_manager_class(),
         )
