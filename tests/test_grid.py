@@ -253,6 +253,26 @@ def test_hours_left_prices_each_unfinished_run_at_the_finished_runs_of_its_row_o
     assert pd.isna(left["all"]) and list(left.index)[-1] == "all"
 
 
+def test_hours_left_prices_each_policys_runs_at_that_policys_finished_runs(tmp_path):
+    planned = [run for run in grid.plan_grid(["90_synthesis"], "tiny") if run.kind == "rloo"]
+    by_policy = {policy: [run for run in planned if run.config.data.policy == policy]
+                 for policy in ("embedded", "embedded-search")}  # fmt: skip
+    for policy, minutes in (("embedded", 12), ("embedded-search", 30)):
+        folder = tmp_path / by_policy[policy][0].run_id
+        folder.mkdir()
+        (folder / "DONE").write_text("")
+        (folder / "provenance.json").write_text(
+            f'{{"started": "2026-01-01T10:00:00+00:00", "finished": "2026-01-01T10:{minutes}:00+00:00"}}'
+        )
+    progress = grid.grid_progress(planned, tmp_path)
+    assert set(progress["policy"]) == {"embedded", "embedded-search"}
+    waiting = {policy: len(runs) - 1 for policy, runs in by_policy.items()}
+    assert min(waiting.values()) >= 1
+    # each waiting row is priced at its own policy's finished run (12 or 30 minutes), not at the median of both
+    expected = waiting["embedded"] * 12 / 60 + waiting["embedded-search"] * 30 / 60
+    assert grid.hours_left(progress)["all"] == pytest.approx(expected)
+
+
 def test_the_policy_parameter_reaches_only_the_studies_it_names():
     default = grid.plan_grid(["90_synthesis"], "tiny")
     assert {run.config.data.policy for run in default} == {"embedded", "embedded-search"}

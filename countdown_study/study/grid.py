@@ -291,7 +291,8 @@ and resumable) or waiting (no folder yet)."""
 
 def grid_progress(planned: Sequence[PlannedRun], root: str | Path) -> pd.DataFrame:
     """Where each planned run stands in the store at ``root``: one row per (notebook, run) with the
-    notebook's method rows (``rows``; ``method``, the first one's name), ``run_id``, ``kind``, ``state``
+    notebook's method rows (``rows``; ``method``, the first one's name), its starting ``policy``, ``run_id``,
+    ``kind``, ``state``
     (``RUN_STATES``), ``steps_logged`` (complete lines of its step log), ``steps`` (the run's planned steps
     where its config names them: RLOO runs) and ``wall_seconds`` (a finished run's, ``_wall_seconds``), in
     the notebooks' order."""
@@ -307,7 +308,8 @@ def grid_progress(planned: Sequence[PlannedRun], root: str | Path) -> pd.DataFra
             names = ", ".join(dict.fromkeys(f"{m} (seed {s})" for nb, m, s in run.rows if nb == notebook))
             method = next(m for nb, m, _ in run.rows if nb == notebook)
             rows.append(
-                {"notebook": notebook, "rows": names, "method": method, "run_id": run.run_id, "kind": run.kind,
+                {"notebook": notebook, "rows": names, "method": method, "policy": run.config.data.policy,
+                 "run_id": run.run_id, "kind": run.kind,
                  "state": state, "steps_logged": logged, "steps": getattr(run.config, "steps", None),
                  "wall_seconds": wall}
             )  # fmt: skip
@@ -315,6 +317,7 @@ def grid_progress(planned: Sequence[PlannedRun], root: str | Path) -> pd.DataFra
         "notebook",
         "rows",
         "method",
+        "policy",
         "run_id",
         "kind",
         "state",
@@ -341,16 +344,18 @@ def progress_summary(progress: pd.DataFrame) -> pd.DataFrame:
 
 def hours_left(progress: pd.DataFrame) -> pd.Series:
     """Estimated run-hours of the unfinished runs of ``grid_progress``, per notebook and ``all`` (each distinct
-    run once): each run at the median wall time of the finished runs of its method row (any notebook), else
-    of its notebook's finished runs of its kind, a started RLOO run at the share of its steps left; NA where
+    run once): each run at the median wall time of the finished runs of its method row from its policy (any
+    notebook; a larger policy's runs take longer), else of its notebook's finished runs of its kind from its
+    policy, a started RLOO run at the share of its steps left; NA where
     a notebook has unfinished runs and nothing to estimate them from. Wall times include waiting for the
     cores the runs shared, and a run resumed across sessions counts its pause: a rough estimate."""
     finished = progress[progress["state"] == "finished"].dropna(subset="wall_seconds")
-    by_method = finished.drop_duplicates("run_id").groupby("method")["wall_seconds"].median()
-    by_kind = finished.groupby(["notebook", "kind"])["wall_seconds"].median()  # each notebook's own rows
+    by_method = finished.drop_duplicates("run_id").groupby(["method", "policy"])["wall_seconds"].median()
+    by_kind = finished.groupby(["notebook", "kind", "policy"])["wall_seconds"].median()  # each notebook's own
 
     def estimate(run) -> float:
-        seconds = by_method.get(run.method, by_kind.get((run.notebook, run.kind), float("nan")))
+        kind = by_kind.get((run.notebook, run.kind, run.policy), float("nan"))
+        seconds = by_method.get((run.method, run.policy), kind)
         if run.state == "started" and not pd.isna(run.steps) and run.steps > 0:
             seconds *= max(0.0, 1.0 - run.steps_logged / run.steps)
         return seconds / 3600
