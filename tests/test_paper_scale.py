@@ -48,7 +48,7 @@ def test_the_scale_section_shows_every_table_and_figure_notebook_09_saves():
     assert {t.name for t in SCALE.tables} == tables
     assert {f.name for f in SCALE.figures} == saved_names("figure") == {"scale_claims"}
     assert SCALE.notebook == scale.NOTEBOOK[:2]
-    assert {readme.SCALE_VERDICTS, readme.SCALE_PAIRED} <= tables  # what the README reads
+    assert {readme.SCALE_VERDICTS, readme.SCALE_PAIRED, readme.SCALE_TREND} <= tables  # what the README reads
     assert readme.SCALE_FIGURE == "results/figures/scale_claims.png"
 
 
@@ -184,6 +184,65 @@ def test_the_synthesis_paragraph_escapes_claims_and_waits_for_both_tables():
     )
 
 
+def trend_rows() -> pd.DataFrame:
+    """``scale.scale_trend`` rows of three sizes: uniform RLOO against SFT at pass@1 (a rise, then noise) and
+    pass@16 (a fall), a curriculum whose difference falls from small to embedded, and one that never moves."""
+    rows = [
+        ("RLOO uniform", "SFT", "pass@1", "small", "embedded", 0.0485, 0.0201, 0.0769, "rises"),
+        ("RLOO uniform", "SFT", "pass@1", "embedded", "large", 0.0149, -0.0102, 0.0398, "inside noise"),
+        ("RLOO uniform", "SFT", "pass@16", "small", "embedded", -0.0401, -0.0703, -0.0099, "falls"),
+        ("Adaptive v1", "RLOO uniform", "pass@1", "small", "embedded", -0.0304, -0.0498, -0.0101, "falls"),
+        ("Adaptive v1", "RLOO uniform", "pass@1", "embedded", "large", 0.0052, -0.0149, 0.0253, "inside noise"),
+        ("Edge x feature_failure", "RLOO uniform", "pass@1", "small", "embedded", 0.0, -0.02, 0.02,
+         "inside noise"),
+    ]  # fmt: skip
+    relation = {"SFT": "above", "RLOO uniform": "below"}
+    return pd.DataFrame(
+        [{"report": "000", "claim": f"{a} {relation[b]} {b}", "a": a, "b": b, "metric": metric, "smaller": small,
+          "larger": large, "change": change, "ci_low": low, "ci_high": high, "mde": 0.03, "n_seeds": 5,
+          "reading": reading}
+         for a, b, metric, small, large, change, low, high, reading in rows],
+        columns=list(scale.TREND_COLUMNS),
+    )  # fmt: skip
+
+
+def test_the_readme_says_how_the_differences_change_with_size():
+    text = readme.scale_markdown(VERDICTS, paired_rows(), trend_rows())
+    assert text.startswith(readme.scale_markdown(VERDICTS, paired_rows()) + "\n\n")
+    assert text.split("\n")[-1] == (
+        "How the differences change with size (`results/tables/scale_trend.csv`: each size against the next "
+        "smaller one, 95% intervals). Uniform RLOO's pass@1 gain over the SFT policy changes from small to "
+        "embedded by +0.049 [+0.020, +0.077] (rises) and from embedded to large by +0.015 [-0.010, +0.040] "
+        "(inside noise); its pass@16 difference (falls: a wider narrowing) changes from small to embedded by "
+        "-0.040 [-0.070, -0.010] (falls). Of the other claims' differences (2), 1 changes beyond the noise "
+        "from one size to the next: Adaptive v1 below RLOO uniform (pass@1) from small to embedded by -0.030 "
+        "[-0.050, -0.010] (falls) and from embedded to large by +0.005 [-0.015, +0.025] (inside noise)."
+    )
+    still = trend_rows()
+    still["reading"] = still["reading"].where(still["a"] == "RLOO uniform", "inside noise")
+    assert readme.trend_sentences(still).endswith(
+        "No other claim's difference (2) changes beyond the noise from one size to the next."
+    )
+    one_size = trend_rows().iloc[:0]  # notebook 09 with one size: the table has no rows
+    assert readme.scale_markdown(VERDICTS, paired_rows(), one_size) == readme.scale_markdown(
+        VERDICTS, paired_rows()
+    )
+
+
+def test_the_synthesis_paragraph_says_how_the_differences_change_with_size():
+    text = paper_synthesis.scale_paragraph(VERDICTS, paired_rows(), trend_rows().assign(claim=lambda t: t["claim"]
+                                           .str.replace("Adaptive v1", "Adaptive_v1 & co")))  # fmt: skip
+    assert text.startswith(paper_synthesis.scale_paragraph(VERDICTS, paired_rows()) + " ")
+    assert (
+        r"From each size to the next larger (Table~\ref{tab:scale_trend}): Uniform RLOO's pass@1 gain over the "
+        r"SFT policy changes from small to embedded by $+0.049$ [$+0.020$, $+0.077$] (rises) and from embedded "
+        r"to large by $+0.015$ [$-0.010$, $+0.040$] (inside noise);"
+    ) in text
+    assert r"Adaptive\_v1 \& co below RLOO uniform (pass@1) from small to embedded by $-0.030$" in text
+    body = paper_synthesis.synthesis_body({}, VERDICTS, paired_rows(), trend_rows())
+    assert body.rstrip().endswith(paper_synthesis.scale_paragraph(VERDICTS, paired_rows(), trend_rows()))
+
+
 def claims_table() -> pd.DataFrame:
     """One claim of the registry, as ``study.claims`` writes it."""
     return pd.DataFrame(
@@ -204,6 +263,10 @@ def test_the_readme_block_adds_the_paragraph_once_the_scale_tables_are_saved(tmp
     assert readme.results_markdown(tmp_path) == readme.claims_markdown(claims)  # scale_paired still missing
     outputs.save_table(paired_rows(), readme.SCALE_PAIRED, folder=tmp_path)
     scale_text = readme.scale_markdown(VERDICTS, paired_rows())
+    assert readme.results_markdown(tmp_path) == readme.claims_markdown(claims) + "\n\n" + scale_text
+    outputs.save_table(trend_rows(), readme.SCALE_TREND, folder=tmp_path)
+    scale_text = readme.scale_markdown(VERDICTS, paired_rows(), trend_rows())
+    assert "How the differences change with size" in scale_text
     assert readme.results_markdown(tmp_path) == readme.claims_markdown(claims) + "\n\n" + scale_text
 
     text = tmp_path / "README.md"
@@ -258,6 +321,7 @@ def scale_results(tmp_path_factory):
         "scale_summary": scale.scale_summary(results, sizes),
         "scale_paired": paired,
         "scale_verdicts": scale.verdicts_by_size(paired),
+        "scale_trend": scale.scale_trend(results, sizes, n_resamples=200),
         "scale_cost_by_method": cost,
         "scale_cost": scale.cost_by_size(cost),
     }
@@ -310,6 +374,24 @@ def test_the_section_of_two_sizes_shows_their_tables_and_figure(scale_results, p
         assert not re.search(r"\bnan\b", path.read_text(), re.IGNORECASE), path
     synthesis = (generated / "synthesis.tex").read_text()
     assert r"\paragraph{Model size.}" in synthesis and "at small, pass@1" in synthesis
+    trend = (generated / "tables" / "scale_trend.tex").read_text()
+    assert r"RLOO uniform above SFT & pass@1 & small & embedded &" in trend
+    assert (
+        r"From each size to the next larger (Table~\ref{tab:scale_trend}): Uniform RLOO's pass@1" in synthesis
+    )
+
+
+def test_a_notebook_09_run_from_before_the_trend_table_prints_its_absence(
+    scale_results, paper_copy, monkeypatch
+):
+    results = paper_copy.parent / "results"
+    shutil.copytree(scale_results, results)
+    (results / "tables" / "scale_trend.csv").unlink()
+    (results / "tables" / "scale_trend.meta.json").unlink()
+    assert generate(paper_copy, results, monkeypatch, "--no-pdf") == 0
+    body = (paper_copy / "generated" / "scale_study.tex").read_text()
+    assert "No change with size is measured here: fewer than two sizes of the policy have run, or" in body
+    assert "tab:scale_trend" not in (paper_copy / "generated" / "synthesis.tex").read_text()
 
 
 def test_a_scale_table_of_notebook_09_that_is_missing_is_refused(scale_results, tmp_path):

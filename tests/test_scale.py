@@ -216,6 +216,37 @@ def test_verdicts_by_size_say_where_a_verdict_changes(paired):
     assert alone["same_at_every_size"].isna().all()  # one size: nothing to compare
 
 
+def test_the_trend_is_the_change_of_each_claims_difference_from_the_smaller_size(results, paired):
+    trend = scale.scale_trend(results, SIZES, n_resamples=200)
+    assert list(trend.columns) == list(scale.TREND_COLUMNS)
+    assert list(trend["claim"]) == [c.text for c in scale.CLAIMS]  # one pair of sizes: a row per claim
+    assert set(zip(trend["smaller"], trend["larger"], strict=True)) == {("small", "embedded")}
+    diffs = paired.set_index(["size", "claim", "metric"])["diff"]
+    for claim, row in zip(scale.CLAIMS, trend.itertuples(index=False), strict=True):
+        # the change of a mean difference is the difference of the two sizes' mean differences
+        expected = diffs["embedded", row.claim, row.metric] - diffs["small", row.claim, row.metric]
+        assert row.change == pytest.approx(expected, abs=1e-12)
+        c = compare(scale.claim_cells(results["embedded"], claim), scale.claim_cells(results["small"], claim))
+        assert (row.ci_low, row.ci_high, row.mde, row.n_seeds) == pytest.approx(
+            (c.ci_low, c.ci_high, c.mde, 3)
+        )
+        assert row.reading == ("rises" if c.ci_low > 0 else "falls" if c.ci_high < 0 else "inside noise")
+    # uniform RLOO was made 8 of 16 samples better at the 3.4M size only: its gain over SFT rises with size,
+    # and every curriculum's difference from it falls
+    readings = trend.set_index(["claim", "metric"])["reading"]
+    assert readings["RLOO uniform above SFT", "pass@1"] == "rises"
+    assert readings["Adaptive v1 below RLOO uniform", "pass@1"] == "falls"
+    assert set(trend["reading"]) <= set(scale.TREND_READINGS)
+
+
+def test_the_trend_needs_two_sizes_on_the_same_tasks(results):
+    alone = scale.scale_trend({"embedded": results["embedded"]}, SIZES)
+    assert alone.empty and list(alone.columns) == list(scale.TREND_COLUMNS)
+    fewer = {"small": _result("embedded-small", 1, tasks=8), "embedded": results["embedded"]}
+    with pytest.raises(ValueError, match=r"sizes 'small' and 'embedded' have \(tasks, seeds\) \(8, 3\)"):
+        scale.scale_trend(fewer, SIZES, n_resamples=50)
+
+
 def test_the_summary_has_every_row_at_every_size(results):
     summary = scale.scale_summary(results, SIZES)
     assert list(summary.columns[:4]) == ["size", "policy", "parameters", "method"]

@@ -61,7 +61,7 @@ from countdown_study.reporting.paper_synthesis import (
     synthesis_table,
     verdict_sentence,
 )
-from countdown_study.reporting.readme import SCALE_PAIRED, SCALE_VERDICTS
+from countdown_study.reporting.readme import SCALE_PAIRED, SCALE_TREND, SCALE_VERDICTS
 
 __all__ = [
     "CLAIMS_TABLE",
@@ -123,7 +123,7 @@ def generated_files(results: Results, figures: Mapping[str, str]) -> dict[str, s
         files |= {f"tables/{name}.tex": text for name, text in fragments.items()}
     files |= deviation_files(tables)
     files["synthesis.tex"] = synthesis_body(
-        paired_tables(tables), tables.get(SCALE_VERDICTS), tables.get(SCALE_PAIRED)
+        paired_tables(tables), tables.get(SCALE_VERDICTS), tables.get(SCALE_PAIRED), tables.get(SCALE_TREND)
     )
     files["provenance.tex"] = provenance_body(results.metas)
     return files

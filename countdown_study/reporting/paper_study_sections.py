@@ -85,6 +85,26 @@ SCALE = Section(
             optional=SCALE_SIZES,
         ),
         TableSpec(
+            "scale_trend",
+            (
+                Column("claim", "claim", "text", width="X"),
+                Column("metric", "metric", "text"),
+                Column("smaller", "from", "text"),
+                Column("larger", "to", "text"),
+                Column("change", "change", "signed"),
+                Column("ci", "95% interval", "interval"),
+                Column("mde", "MDE", "number"),
+                Column("reading", "reading", "text"),
+            ),
+            "How each headline claim's difference changes from a size to the next larger one: its difference at "
+            "the larger size minus its difference at the smaller, per task and training seed, with the study's "
+            "seed-aware interval and MDE (the sizes share the tasks; their runs are independent); "
+            "\\emph{rises} or \\emph{falls} where the interval is clear of zero. For uniform RLOO against "
+            "SFT at pass@16, where the difference is negative, \\emph{falls} is a wider narrowing.",
+            absent="No change with size is measured here: fewer than two sizes of the policy have run, or "
+            "notebook 09 ran before it measured one (\\texttt{study.scale.scale\\_trend}).",
+        ),
+        TableSpec(
             "scale_paired",
             (
                 Column("size", "size", "text"),

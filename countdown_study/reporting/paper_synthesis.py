@@ -26,7 +26,7 @@ from countdown_study.reporting.paper_sections import (
     VERDICT_METRICS,
     fitted_table,
 )
-from countdown_study.reporting.readme import rloo_over_sft, scale_agreement, scale_sizes
+from countdown_study.reporting.readme import rloo_over_sft, scale_agreement, scale_sizes, trend_sentences
 
 SYNTHESIS_COLUMNS = (
     Column("table", "paired table", "code"),
@@ -64,6 +64,7 @@ def synthesis_body(
     paired: Mapping[str, pd.DataFrame],
     scale_verdicts: pd.DataFrame | None = None,
     scale_paired: pd.DataFrame | None = None,
+    scale_trend: pd.DataFrame | None = None,
 ) -> str:
     """The synthesis: verdict counts per paired table, every claim that holds or is reversed, a sentence
     naming the notebooks whose paired tables are not in ``results/`` yet, and the paragraph on model size
@@ -100,17 +101,26 @@ def synthesis_body(
             f"Notebooks {', '.join(sorted(set(waiting)))} have not run yet for these results: their paired "
             "tables are not counted here."
         )
-    scale = scale_paragraph(scale_verdicts, scale_paired)
+    scale = scale_paragraph(scale_verdicts, scale_paired, scale_trend)
     if scale:
         parts.append(scale)
     return "\n\n".join(parts) + "\n"
 
 
-def scale_paragraph(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -> str:
+def latex_change(change: float, low: float, high: float) -> str:
+    """``$+0.019$ [$+0.002$, $+0.035$]``: a change and its interval in LaTeX (``readme.trend_sentences``)."""
+    return f"{in_math(number(change, signed=True))} {interval(low, high)}"
+
+
+def scale_paragraph(
+    verdicts: pd.DataFrame | None, paired: pd.DataFrame | None, trend: pd.DataFrame | None = None
+) -> str:
     """What model size changes, from notebook 09's ``scale_verdicts`` and ``scale_paired``: how many headline
     claims keep their verdict at every size (naming those that do not), and at each size uniform RLOO's
     pass@1 gain over the SFT policy of that size and its change of pass@16 (the narrowing), with their
-    intervals. Empty while either table is missing."""
+    intervals; then, from ``scale_trend`` where it has rows, how the differences change from each size to
+    the next (``readme.trend_sentences``, Table~\ref{tab:scale_trend}). Empty while either of the first two
+    is missing."""
     if verdicts is None or paired is None:
         return ""
     at_sizes = []
@@ -132,6 +142,9 @@ def scale_paragraph(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) 
             " Uniform RLOO against the SFT policy of the same size (pass@1: the gain; pass@16: a negative "
             f"difference is the narrowing): {'; '.join(at_sizes)}."
         )
+    changes = trend_sentences(trend, latex_change, escape)
+    if changes:
+        text += rf" From each size to the next larger (Table~\ref{{tab:scale_trend}}): {changes}"
     return text
 
 

@@ -137,6 +137,9 @@ SCALE_VERDICTS = "scale_verdicts"
 """Notebook 09's table of each claim's verdict per size (``study.scale.verdicts_by_size``)."""
 SCALE_PAIRED = "scale_paired"
 """Notebook 09's table of each claim's difference per size (``study.scale.scale_paired``)."""
+SCALE_TREND = "scale_trend"
+"""Notebook 09's table of how each claim's difference changes from a size to the next larger one
+(``study.scale.scale_trend``)."""
 SCALE_FIGURE = "results/figures/scale_claims.png"
 """Notebook 09's figure of each claim's difference by size (``reporting.scale_plots.scale_figure``)."""
 VERDICT_KEYS = ("report", "claim", "metric", "same_at_every_size")
@@ -226,14 +229,76 @@ def rloo_over_sft(paired: pd.DataFrame, size: str, metric: str) -> pd.Series | N
     return match.iloc[0] if len(match) else None
 
 
-def scale_markdown(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -> str:
+def plain_change(change: float, low: float, high: float) -> str:
+    """``+0.019 [+0.002, +0.035]``: a change and its interval, as the README writes numbers."""
+    return f"{_signed(change)} [{_signed(low)}, {_signed(high)}]"
+
+
+def _steps(rows: pd.DataFrame, change: Callable[[float, float, float], str]) -> str:
+    """``from small to embedded by +0.019 [+0.002, +0.035] (rises) and from ...``: ``scale_trend`` rows."""
+    return " and ".join(
+        f"from {row['smaller']} to {row['larger']} by {change(row['change'], row['ci_low'], row['ci_high'])} "
+        f"({row['reading']})"
+        for _, row in rows.iterrows()
+    )
+
+
+def trend_sentences(
+    trend: pd.DataFrame | None,
+    change: Callable[[float, float, float], str] = plain_change,
+    name: Callable[[str], str] = str,
+) -> str:
+    """How the differences change with size, from notebook 09's ``scale_trend`` (each size against the next
+    smaller one): uniform RLOO's pass@1 gain over SFT and its pass@16 difference (the narrowing) at every
+    step, then the other claims whose difference changes beyond the noise at some step (``rises`` /
+    ``falls``), with every step of theirs; each claim goes through ``name`` and each number through
+    ``change`` (LaTeX in the paper). Empty without rows."""
+    if trend is None or trend.empty:
+        return ""
+    baseline = (trend["a"] == UNIFORM) & (trend["b"] == SFT)
+    parts = []
+    for metric, what in (
+        ("pass@1", "uniform RLOO's pass@1 gain over the SFT policy"),
+        ("pass@16", "its pass@16 difference (falls: a wider narrowing)"),
+    ):
+        rows = trend[baseline & (trend["metric"] == metric)]
+        if len(rows):
+            parts.append(f"{what} changes {_steps(rows, change)}")
+    text = "; ".join(parts)
+    text = text[:1].upper() + text[1:] + ("." if parts else "")
+    others = trend[~baseline]
+    keys = others[["claim", "metric"]].apply(tuple, axis=1)
+    moved = others[
+        keys.isin(set(keys[others["reading"] != "inside noise"]))
+    ]  # every step of a claim that moves
+    claims = others[["claim", "metric"]].drop_duplicates()
+    if len(claims) and moved.empty:
+        text += f" No other claim's difference ({len(claims)}) changes beyond the noise from one size to the next."
+    elif len(claims):
+        named = [
+            f"{name(claim)} ({metric}) {_steps(rows, change)}"
+            for (claim, metric), rows in moved.groupby(["claim", "metric"], sort=False)
+        ]
+        text += (
+            f" Of the other claims' differences ({len(claims)}), {len(named)} "
+            f"{'changes' if len(named) == 1 else 'change'} beyond the noise from one size to the next: "
+            f"{'; '.join(named)}."
+        )
+    return text.strip()
+
+
+def scale_markdown(
+    verdicts: pd.DataFrame | None, paired: pd.DataFrame | None, trend: pd.DataFrame | None = None
+) -> str:
     """The README's paragraph on model size from notebook 09's ``scale_verdicts`` and ``scale_paired``: the
     sizes, how many claims keep their verdict at every size and which do not, a table of the verdicts per
-    size, and uniform RLOO against SFT per size. Empty while either table is missing."""
+    size, and uniform RLOO against SFT per size; then, from ``scale_trend`` where it has rows, how the
+    differences change with size (``trend_sentences``). Empty while either of the first two is missing."""
     if verdicts is None or paired is None:
         return ""
     sizes = scale_sizes(verdicts)
     count = scale_agreement(verdicts)
+    changes = trend_sentences(trend)
     return "\n".join(
         [
             f"Model size (notebook 09, `results/tables/{SCALE_VERDICTS}.csv`): the headline claims at each size "
@@ -247,6 +312,15 @@ def scale_markdown(verdicts: pd.DataFrame | None, paired: pd.DataFrame | None) -
             "pass@16: a negative difference is a narrowing):",
             "",
             *baseline_lines(paired, sizes),
+            *(
+                [
+                    "",
+                    f"How the differences change with size (`results/tables/{SCALE_TREND}.csv`: each size "
+                    f"against the next smaller one, 95% intervals). {changes}",
+                ]
+                if changes
+                else []
+            ),  # fmt: skip
         ]
     )
 
@@ -348,7 +422,7 @@ def results_markdown(tables: Path) -> str:
     block = claims_markdown(read_table(tables / f"{CLAIMS_TABLE}.csv"))
     seeds = seed_change_markdown(read_if_there(tables / f"{SEED_CHANGE}.csv"))
     scale = scale_markdown(
-        *(read_if_there(tables / f"{name}.csv") for name in (SCALE_VERDICTS, SCALE_PAIRED))
+        *(read_if_there(tables / f"{name}.csv") for name in (SCALE_VERDICTS, SCALE_PAIRED, SCALE_TREND))
     )
     return "\n\n".join(part for part in (block, seeds, scale) if part)
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from countdown_study.policy import EMBEDDED_POLICIES, load_policy
 from countdown_study.policy.model import SHIP_COMMANDS, is_shipped
+from countdown_study.study.compare import compare
 from countdown_study.study.methods import (
     FIELD_BASELINES,
     IPO,
@@ -44,7 +45,7 @@ from countdown_study.study.methods import (
 )
 from countdown_study.study.synthesis import CONTROLS, MAIN, all_claims, uniform_reference
 from countdown_study.study.synthesis_tables import run_times
-from countdown_study.study.tables import paired_table, summary_table
+from countdown_study.study.tables import paired_table, problem_matrix, summary_table
 from countdown_study.training.sft_recipes import RECIPES
 from countdown_study.training.sft_ship import SHIPPED_INFO_FILE
 
@@ -299,6 +300,52 @@ def claim_row(
     head = {"report": claim.report, "claim": claim.text, "contrast": f"{size}: {claim.a} vs {claim.b}",
             "a": claim.a, "b": claim.b, "metric": claim.metric, "sign": claim.sign}  # fmt: skip
     return {**head, **{key: ours[key] for key in COMPARISON_COLUMNS}}
+
+
+TREND_COLUMNS = ("report", "claim", "a", "b", "metric", "smaller", "larger", "change", "ci_low", "ci_high",
+                 "mde", "n_seeds", "reading")  # fmt: skip
+"""Columns of ``scale_trend``."""
+TREND_READINGS = ("rises", "falls", "inside noise")
+"""What ``scale_trend`` says of a change: the claim's difference ``a - b`` is higher (``rises``) or lower
+(``falls``) at the larger size with the interval clear of zero, or the change is ``inside noise``."""
+
+
+def claim_cells(result: StudyResult, claim: ScaleClaim) -> np.ndarray:
+    """The claim's difference ``a - b`` of ``claim.metric`` per task and training seed at one size, ``(T, S)``
+    (``tables.problem_matrix``: tasks by task index, the result's seeds in order)."""
+    return problem_matrix(result, claim.a, claim.metric) - problem_matrix(result, claim.b, claim.metric)
+
+
+def scale_trend(
+    results: Mapping[str, StudyResult],
+    sizes: pd.DataFrame,
+    claims: Sequence[ScaleClaim] = CLAIMS,
+    n_resamples: int = 5000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """How each claim's difference changes from each size to the next larger one (sizes in ``sizes``'
+    order, smallest first): ``change`` = (``a - b`` at the larger) - (``a - b`` at the smaller), with the
+    study's seed-aware interval (``compare.compare`` on the two sizes' ``claim_cells``: every size is
+    scored on the same tasks, so the task effects pair; the sizes' runs are independent, so their seeds pair
+    by index only, which the interval's seed term allows for), its minimum detectable effect and a
+    ``TREND_READINGS`` reading. ``TREND_COLUMNS``; empty while fewer than two sizes have run."""
+    order = [size for size in sizes["size"] if size in results]
+    rows = []
+    for claim in claims:
+        for smaller, larger in zip(order, order[1:], strict=False):
+            low, high = claim_cells(results[smaller], claim), claim_cells(results[larger], claim)
+            if low.shape != high.shape:
+                raise ValueError(
+                    f"{claim.text} ({claim.metric}): sizes {smaller!r} and {larger!r} have (tasks, seeds) "
+                    f"{low.shape} and {high.shape}; a change needs the same tasks and seeds"
+                )
+            c = compare(high, low, seed, n_resamples)
+            reading = "rises" if c.ci_low > 0 else "falls" if c.ci_high < 0 else "inside noise"
+            rows.append({"report": claim.report, "claim": claim.text, "a": claim.a, "b": claim.b,
+                         "metric": claim.metric, "smaller": smaller, "larger": larger, "change": c.diff,
+                         "ci_low": c.ci_low, "ci_high": c.ci_high, "mde": c.mde, "n_seeds": c.n_seeds,
+                         "reading": reading})  # fmt: skip
+    return pd.DataFrame(rows, columns=list(TREND_COLUMNS))
 
 
 def verdicts_by_size(paired: pd.DataFrame) -> pd.DataFrame:
