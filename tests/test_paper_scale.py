@@ -230,15 +230,19 @@ def test_the_readme_says_how_the_differences_change_with_size():
 
 
 def test_the_synthesis_paragraph_says_how_the_differences_change_with_size():
-    text = paper_synthesis.scale_paragraph(VERDICTS, paired_rows(), trend_rows().assign(claim=lambda t: t["claim"]
-                                           .str.replace("Adaptive v1", "Adaptive_v1 & co")))  # fmt: skip
+    trend = trend_rows()
+    moving = trend["a"] == "Adaptive v1"
+    trend.loc[moving, "claim"] = "Adaptive_v1 & co below RLOO uniform"
+    trend.loc[moving, "metric"] = "mean_score"  # every name LaTeX must escape: claim and metric
+    text = paper_synthesis.scale_paragraph(VERDICTS, paired_rows(), trend)
     assert text.startswith(paper_synthesis.scale_paragraph(VERDICTS, paired_rows()) + " ")
     assert (
         r"From each size to the next larger (Table~\ref{tab:scale_trend}): Uniform RLOO's pass@1 gain over the "
         r"SFT policy changes from small to embedded by $+0.049$ [$+0.020$, $+0.077$] (rises) and from embedded "
         r"to large by $+0.015$ [$-0.010$, $+0.040$] (inside noise);"
     ) in text
-    assert r"Adaptive\_v1 \& co below RLOO uniform (pass@1) from small to embedded by $-0.030$" in text
+    assert r"Adaptive\_v1 \& co below RLOO uniform (mean\_score) from small to embedded by $-0.030$" in text
+    assert "_" not in re.sub(r"\\ref\{[^}]*\}", "", text).replace(r"\_", "")  # none bare outside labels
     body = paper_synthesis.synthesis_body({}, VERDICTS, paired_rows(), trend_rows())
     assert body.rstrip().endswith(paper_synthesis.scale_paragraph(VERDICTS, paired_rows(), trend_rows()))
 

@@ -234,11 +234,14 @@ def plain_change(change: float, low: float, high: float) -> str:
     return f"{_signed(change)} [{_signed(low)}, {_signed(high)}]"
 
 
-def _steps(rows: pd.DataFrame, change: Callable[[float, float, float], str]) -> str:
-    """``from small to embedded by +0.019 [+0.002, +0.035] (rises) and from ...``: ``scale_trend`` rows."""
+def _steps(
+    rows: pd.DataFrame, change: Callable[[float, float, float], str], name: Callable[[str], str] = str
+) -> str:
+    """``from small to embedded by +0.019 [+0.002, +0.035] (rises) and from ...``: ``scale_trend`` rows, each
+    size through ``name``."""
     return " and ".join(
-        f"from {row['smaller']} to {row['larger']} by {change(row['change'], row['ci_low'], row['ci_high'])} "
-        f"({row['reading']})"
+        f"from {name(row['smaller'])} to {name(row['larger'])} by "
+        f"{change(row['change'], row['ci_low'], row['ci_high'])} ({row['reading']})"
         for _, row in rows.iterrows()
     )
 
@@ -263,7 +266,7 @@ def trend_sentences(
     ):
         rows = trend[baseline & (trend["metric"] == metric)]
         if len(rows):
-            parts.append(f"{what} changes {_steps(rows, change)}")
+            parts.append(f"{what} changes {_steps(rows, change, name)}")
     text = "; ".join(parts)
     text = text[:1].upper() + text[1:] + ("." if parts else "")
     others = trend[~baseline]
@@ -276,7 +279,7 @@ def trend_sentences(
         text += f" No other claim's difference ({len(claims)}) changes beyond the noise from one size to the next."
     elif len(claims):
         named = [
-            f"{name(claim)} ({metric}) {_steps(rows, change)}"
+            f"{name(f'{claim} ({metric})')} {_steps(rows, change, name)}"
             for (claim, metric), rows in moved.groupby(["claim", "metric"], sort=False)
         ]
         text += (
