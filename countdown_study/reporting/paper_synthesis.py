@@ -129,8 +129,7 @@ def scale_paragraph(
         for metric in ("pass@1", "pass@16"):
             row = rloo_over_sft(paired, size, metric)
             if row is not None and not pd.isna(row["diff"]):
-                difference = in_math(number(row["diff"], signed=True))
-                cells.append(f"{metric} {difference} {interval(row['ci_low'], row['ci_high'])}")
+                cells.append(f"{metric} {latex_change(row['diff'], row['ci_low'], row['ci_high'])}")
         if cells:
             at_sizes.append(f"at {escape(size)}, {' and '.join(cells)}")
     text = (

@@ -172,7 +172,7 @@ def _difference(row: pd.Series | None) -> str:
     if row is None or is_missing(row["diff"]):
         return "-"
     verdict = "" if is_missing(row["verdict"]) else f" {row['verdict']}"
-    return f"{_signed(row['diff'])} [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]{verdict}"
+    return f"{plain_change(row['diff'], row['ci_low'], row['ci_high'])}{verdict}"
 
 
 def _yes(value: object) -> str:
@@ -323,7 +323,7 @@ def scale_markdown(
                 ]
                 if changes
                 else []
-            ),  # fmt: skip
+            ),
         ]
     )
 

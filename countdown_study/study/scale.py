@@ -332,8 +332,9 @@ def scale_trend(
     order = [size for size in sizes["size"] if size in results]
     rows = []
     for claim in claims:
+        cells = {size: claim_cells(results[size], claim) for size in order}  # a middle size serves two steps
         for smaller, larger in zip(order, order[1:], strict=False):
-            low, high = claim_cells(results[smaller], claim), claim_cells(results[larger], claim)
+            low, high = cells[smaller], cells[larger]
             if low.shape != high.shape:
                 raise ValueError(
                     f"{claim.text} ({claim.metric}): sizes {smaller!r} and {larger!r} have (tasks, seeds) "
