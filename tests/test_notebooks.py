@@ -164,6 +164,28 @@ def test_a_failing_notebook_is_reported_and_the_next_still_runs(results, tmp_pat
     assert failed.metadata.papermill.output_path == "presets/tiny/executed/failed/01_broken.ipynb"
 
 
+@pytest.mark.parametrize("allocator", ["auto", "system"])
+def test_a_kernel_starts_with_the_chosen_allocator(results, tmp_path, allocator):
+    from countdown_study.runs.allocator import allocator_library
+
+    notebook = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('preset = "quick"')
+    params.metadata["tags"] = ["parameters"]
+    notebook.cells = [
+        params,
+        nbformat.v4.new_code_cell("from countdown_study.runs.allocator import process_allocator"),
+        nbformat.v4.new_code_cell("print(process_allocator())"),
+    ]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "01_allocator.ipynb")
+    [outcome] = run_notebooks(list_notebooks(folder=tmp_path), "tiny", allocator=allocator)
+    assert outcome.ok, outcome.error
+    executed = nbformat.read(results / "presets" / "tiny" / "executed" / "01_allocator.ipynb", as_version=4)
+    expected = "tcmalloc" if allocator == "auto" and allocator_library("tcmalloc") else "system"
+    assert executed.cells[-1].outputs[0].text == f"{expected}\n"
+    assert "LD_PRELOAD" not in os.environ or "tcmalloc" not in os.environ["LD_PRELOAD"]  # this process's own
+
+
 def test_unknown_notebook_and_preset_are_named():
     with pytest.raises(FileNotFoundError, match="no notebook named '99'"):
         list_notebooks(["99"])

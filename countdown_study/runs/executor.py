@@ -12,7 +12,8 @@ store at ``root``). The driver, the process calling it:
    with ``runs_per_gpu`` K, runs on a GPU share it (``plan_packing``): the local pool has K worker slots
    per visible GPU, each slot's workers see only its GPU (``CUDA_VISIBLE_DEVICES``, assigned round-robin)
    and start their libraries' thread pools at the slot's share of the cores; a Ray task of a run on a GPU
-   asks for ``1 / K`` of one;
+   asks for ``1 / K`` of one; local workers start with tcmalloc where it is installed (``runs.allocator``,
+   ``ExecutorConfig.allocator``: faster steps, the same numbers);
 3. retries a failed attempt (an exception, a killed worker, a lost node) up to ``retries`` times and
    reports each failure with its run id and error: in the returned ``Execution`` and as ``retry`` and
    ``gave_up`` events of the store's event log (``runs.events``), which ``countdown-study run`` prints
@@ -44,6 +45,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from countdown_study.runs.allocator import preload_environment, preloaded
 from countdown_study.runs.backends import (
     RAY_MISSING,
     WORKER_ENVIRONMENT,
@@ -179,7 +181,10 @@ def schedule(backend, jobs: Sequence[Job], root: Path, retries: int) -> tuple[li
 
 @contextlib.contextmanager
 def open_backend(config: ExecutorConfig, jobs: Sequence[Job]) -> Iterator[LocalBackend | RayBackend]:
-    """The backend ``config`` names, ready for ``jobs``; closed when the block ends."""
+    """The backend ``config`` names, ready for ``jobs``; closed when the block ends. Local workers start
+    with ``config.allocator``'s library preloaded (``runs.allocator.preloaded``); Ray's workers are the
+    cluster's."""
+    preload = preload_environment(config.allocator) if config.backend == "local" else {}
     if config.backend == "ray":
         backend = RayBackend(config.address, config.runs_per_gpu)
         backend.check(jobs)
@@ -192,7 +197,8 @@ def open_backend(config: ExecutorConfig, jobs: Sequence[Job]) -> Iterator[LocalB
             environments = [WORKER_ENVIRONMENT] * (config.workers or max(1, available_cores() // cpus))
         backend = LocalBackend(environments)
     try:
-        yield backend
+        with preloaded(preload):
+            yield backend
     finally:
         backend.close()
 

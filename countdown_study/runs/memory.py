@@ -24,6 +24,8 @@ import ctypes.util
 import functools
 from pathlib import Path
 
+from countdown_study.runs.allocator import release_tcmalloc_free_memory
+
 LOW_MEMORY_SHARE = 0.25
 """The share of the machine's memory below which its available memory counts as low
 (``memory_is_low``): 6 GB of 24."""
@@ -43,8 +45,12 @@ def _malloc_trim():
 
 
 def return_free_heap() -> bool:
-    """Return the C heap's free pages to the system; True if glibc released any, False otherwise or where
-    the C library cannot (then this does nothing)."""
+    """Return the C heap's free pages to the system; True if the allocator released any, False otherwise
+    or where it cannot (then this does nothing). The allocator is glibc's (``malloc_trim``) or tcmalloc
+    where the executor preloaded it (``runs.allocator``; glibc's trim would find nothing to return)."""
+    released = release_tcmalloc_free_memory()
+    if released is not None:
+        return released
     trim = _malloc_trim()
     return bool(trim(0)) if trim is not None else False
 

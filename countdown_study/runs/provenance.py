@@ -4,7 +4,8 @@ The environment is what can change a run's numbers besides its config and code: 
 Python, torch's CPU capability (the instruction set its kernels use) and thread settings, and the device
 (``device``, ``device_name``: written by ``training.device.describe_device`` when a run starts on it).
 None of it is in a run's id: ``environment_mismatch`` says how two records differ, so that runs of
-different environments are not compared or reused silently.
+different environments are not compared or reused silently. The memory allocator (``allocator``,
+``runs.allocator``) is recorded too, but it changes no number, so it is not part of the environment.
 
 Imports no torch at module level (reporting records provenance without it).
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from countdown_study import paths
+from countdown_study.runs.allocator import process_allocator
 
 PROVENANCE_PACKAGES = ("torch", "transformers", "numpy", "tokenizers", "pandas", "countdown_study")
 """Packages whose versions every provenance record lists."""
@@ -115,6 +117,7 @@ def provenance(seed: int | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "seed": seed,
         **torch_settings(),
+        "allocator": process_allocator(),
         "started": now(),
         "finished": None,
     }

@@ -38,6 +38,7 @@ from countdown_study.paths import (
     tables_dir,
 )
 from countdown_study.reporting.outputs import STAGE_ENV
+from countdown_study.runs.allocator import joined_preload, preload_environment
 from countdown_study.runs.threads import wait_policy
 
 PRESETS = ("tiny", "quick", "full")
@@ -92,8 +93,10 @@ def execute_notebook(
     parameters: dict | None = None,
     kernel: str = "python3",
     progress: bool = True,
+    allocator: str = "auto",
 ) -> NotebookRun:
-    """Execute one notebook with papermill; a failure is returned, not raised."""
+    """Execute one notebook with papermill, its kernel started with ``allocator``'s library preloaded
+    (``runs.allocator``); a failure is returned, not raised."""
     import papermill as pm
 
     out = executed_dir(preset) / notebook.name
@@ -115,7 +118,7 @@ def execute_notebook(
             # process, which threads running notebooks side by side would leave in another's folder
             resources={"metadata": {"path": str(notebook.parent)}},
             progress_bar=progress,
-            kernel_manager_class=kernel_manager_class(),
+            kernel_manager_class=kernel_manager_class(allocator),
         )
     except pm.PapermillExecutionError as err:  # a cell raised: the executed copy shows where
         error = f"{err.ename}: {err.evalue}"
@@ -155,8 +158,10 @@ def _drop_failed_copy(failed: Path) -> None:
 
 
 @functools.cache
-def kernel_manager_class() -> type:
-    """The kernel manager of every notebook run: its kernel starts with ``KERNEL_ENVIRONMENT`` added.
+def kernel_manager_class(allocator: str = "auto") -> type:
+    """The kernel manager of every notebook run: its kernel starts with ``KERNEL_ENVIRONMENT`` added, and
+    ``allocator``'s library first in ``LD_PRELOAD`` (``runs.allocator.preload_environment``; a library the
+    user preloads stays after it).
 
     The variables go into the manager's own copy of the kernel spec (the launch environment is the
     inherited one plus the spec's ``env``), so neither this process's environment nor the installed
@@ -164,12 +169,15 @@ def kernel_manager_class() -> type:
     """
     from jupyter_client.manager import AsyncKernelManager
 
+    preload = preload_environment(allocator)
+
     class StudyKernelManager(AsyncKernelManager):
         @property
         def kernel_spec(self):
             spec = super().kernel_spec
             if spec is not None and not getattr(spec, "_study_environment", False):
-                env = {**spec.env, **KERNEL_ENVIRONMENT}
+                before = spec.env.get("LD_PRELOAD") or os.environ.get("LD_PRELOAD")
+                env = {**spec.env, **KERNEL_ENVIRONMENT, **joined_preload(preload, before)}
                 inherited = spec.env.get("PYTHONWARNINGS") or os.environ.get("PYTHONWARNINGS")
                 if inherited:  # the spec's variables replace inherited ones: keep the caller's filters
                     env["PYTHONWARNINGS"] = f"{inherited},{KERNEL_ENVIRONMENT['PYTHONWARNINGS']}"
@@ -221,6 +229,7 @@ def run_notebooks(
     parameters: dict | None = None,
     kernel: str = "python3",
     jobs: int = 1,
+    allocator: str = "auto",
 ) -> list[NotebookRun]:
     """Execute ``notebooks``; every notebook runs even when another fails.
 
@@ -233,11 +242,12 @@ def run_notebooks(
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     if jobs == 1:
-        outcomes = [execute_notebook(nb, preset, parameters, kernel) for nb in notebooks]
+        outcomes = [execute_notebook(nb, preset, parameters, kernel, allocator=allocator) for nb in notebooks]
     else:
         with ThreadPoolExecutor(max_workers=jobs) as pool:  # each thread waits on its own kernel process
             futures = [
-                pool.submit(execute_notebook, nb, preset, parameters, kernel, False) for nb in notebooks
+                pool.submit(execute_notebook, nb, preset, parameters, kernel, False, allocator)
+                for nb in notebooks
             ]
             for future in as_completed(futures):
                 done = future.result()
