@@ -24,8 +24,10 @@ torch thread each, as ``countdown-study run --preset full --jobs 2`` runs the st
 is cut to one task x one sample. Per arm: the median step seconds (the step log's ``seconds_*``; every
 arm trains the same steps), its ratio to glibc's, the workers' minor page faults per second of wall time,
 the kernel's share of their CPU time, their peak resident memory, and whether the run's numbers are the
-same as glibc's (the step log without its seconds, and a SHA-256 over the final weights' tensors): an
-allocator moves no arithmetic, so a difference there would be a defect. Arms run in turn, ``--rounds``
+same as glibc's (the step log without its seconds, and the SHA-256 of each file of the final policy as
+the run records it, ``checksums.recorded_digests``; the committed JSON files, from an earlier version of
+this script, hold one SHA-256 over the final weights' tensors instead): an allocator moves no
+arithmetic, so a difference there would be a defect. Arms run in turn, ``--rounds``
 times, the order reversed every other round; the machine should be otherwise idle (the load average is
 recorded). The package adopted tcmalloc where it is installed (``countdown_study.runs.allocator``).
 
@@ -53,6 +55,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from countdown_study.runs.allocator import allocator_library
+
 RESULTS = Path(__file__).resolve().parent / "results" / "allocator.json"
 
 WORKLOADS = {
@@ -73,7 +77,7 @@ def arm_environment(arm: str) -> dict[str, str] | None:
         return {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
     if arm == "glibc-no-mmap":
         return {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967296"}
-    library = ctypes.util.find_library({"jemalloc": "jemalloc", "tcmalloc": "tcmalloc_minimal"}[arm])
+    library = allocator_library(arm) if arm == "tcmalloc" else ctypes.util.find_library(arm)
     return {"LD_PRELOAD": library} if library else None
 
 
@@ -101,21 +105,9 @@ def workload_config(workload: str, seed: int, steps: int):
     raise ValueError(f"no row {row!r} on {policy} in notebook {notebook}")
 
 
-def weights_digest(folder: Path) -> str:
-    """SHA-256 over the tensors (names, dtypes, shapes, bytes) of the safetensors files in ``folder``."""
-    import torch
-    from safetensors.torch import load_file
-
-    digest = hashlib.sha256()
-    for path in sorted(folder.rglob("*.safetensors")):
-        for name, tensor in sorted(load_file(path).items()):
-            digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-            digest.update(tensor.contiguous().view(-1).view(dtype=torch.uint8).numpy().tobytes())
-    return digest.hexdigest()
-
-
 def worker(workload: str, seed: int, steps: int) -> dict:
     """Train ``workload`` at ``seed`` for ``steps`` steps in a temporary store; its timings and digests."""
+    from countdown_study.checksums import recorded_digests
     from countdown_study.training.loop import train
 
     config = workload_config(workload, seed, steps)
@@ -135,7 +127,7 @@ def worker(workload: str, seed: int, steps: int) -> dict:
             "system_seconds": usage.ru_stime,
             "max_rss_gb": usage.ru_maxrss / 2**20,
             "steps_digest": hashlib.sha256(json.dumps(numbers, sort_keys=True).encode()).hexdigest(),
-            "weights_digest": weights_digest(store.path / "checkpoints"),
+            "final_digests": recorded_digests(store.path / "checkpoints" / "final"),
         }
 
 
@@ -172,9 +164,9 @@ def summary(rounds: list[dict], reference: list[dict] | None) -> dict:
         "max_rss_gb": max(w["max_rss_gb"] for w in workers),
     }
     if reference is not None:
-        key = [(w["steps_digest"], w["weights_digest"]) for w in reference[0]["workers"]]
+        key = [(w["steps_digest"], w["final_digests"]) for w in reference[0]["workers"]]
         out["same_numbers"] = all(
-            [(w["steps_digest"], w["weights_digest"]) for w in r["workers"]] == key for r in rounds
+            [(w["steps_digest"], w["final_digests"]) for w in r["workers"]] == key for r in rounds
         )
     return out
 

@@ -1,6 +1,7 @@
 """The run processes' memory allocator (``runs.allocator``): the choice and its errors, the local executor's
-workers starting with tcmalloc while the driver keeps its own, tcmalloc's free memory handed back like
-glibc's, and a run's numbers the same bit for bit under either allocator (where tcmalloc is installed)."""
+workers starting with tcmalloc while the driver keeps its own, and a run's numbers the same bit for bit
+under either allocator (where tcmalloc is installed; ``tests/test_memory.py`` hands tcmalloc's free memory
+back)."""
 
 import json
 import os
@@ -106,38 +107,12 @@ def test_local_workers_start_with_the_chosen_allocator_and_the_driver_keeps_its_
 
 
 # ---------------------------------------------------------------------------------------------------
-# tcmalloc's free memory, and a run's numbers
+# A run's numbers
 # ---------------------------------------------------------------------------------------------------
-
-RELEASE = """
-import numpy as np
-from countdown_study.runs.memory import return_free_heap
-
-def resident_mb():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096 // 2**20
-
-blocks, keep = [], []
-for _ in range(150):
-    blocks.append(np.ones(4 * 2**20 // 8))  # 600 MB of 4 MB blocks ...
-    keep.append(np.ones(2000))  # ... each followed by a small array that outlives them
-del blocks
-before = resident_mb()
-released = return_free_heap()
-print(before, resident_mb(), released)
-"""
-
-
-@needs_tcmalloc
-def test_tcmalloc_hands_its_free_memory_back_like_glibc():
-    env = {**os.environ, "LD_PRELOAD": TCMALLOC}
-    out = subprocess.run([sys.executable, "-c", RELEASE], capture_output=True, text=True, check=True, env=env)
-    before, after, released = out.stdout.split()
-    assert int(before) > 500, "tcmalloc should keep the freed blocks until asked"
-    assert int(before) - int(after) > 500 and released == "True"
-
 
 TRAIN = """
 import json, sys
+from countdown_study.checksums import digests
 from countdown_study.rollout import SamplingConfig
 from countdown_study.runs.allocator import process_allocator
 from countdown_study.training.loop import TrainConfig, train
@@ -153,9 +128,9 @@ config = TrainConfig(
 )
 store = train(config, root=root, progress=False)
 steps = [{k: v for k, v in r.items() if not k.startswith("seconds_")} for r in store.read_steps()]
-final = sorted((store.path / "checkpoints" / "final").glob("*.safetensors"))
+final = digests(store.path / "checkpoints" / "final")  # every file of the final policy, by SHA-256
 print(json.dumps({"allocator": process_allocator(), "steps": steps, "results": json.loads(
-    (store.path / "results.json").read_text())["eval"], "weights": [p.read_bytes().hex() for p in final]}))
+    (store.path / "results.json").read_text())["eval"], "weights": final}))
 """
 
 
@@ -168,7 +143,8 @@ def test_a_run_has_the_same_numbers_under_tcmalloc_and_glibc(tiny_policy, tmp_pa
         done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         runs[name] = json.loads(done.stdout.strip().splitlines()[-1])
     assert runs["system"].pop("allocator") == "system" and runs["tcmalloc"].pop("allocator") == "tcmalloc"
-    assert runs["system"]["weights"] and runs["system"] == runs["tcmalloc"]
+    assert any(name.endswith(".safetensors") for name in runs["system"]["weights"])
+    assert runs["system"] == runs["tcmalloc"]
 
 
 def test_the_command_refuses_a_missing_allocator_before_anything_runs(monkeypatch, capsys, tmp_path):

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from countdown_study.runs import memory
+from countdown_study.runs.allocator import allocator_library
 
 PROBE = """
 import numpy as np
@@ -35,6 +36,17 @@ def test_freed_blocks_pinned_by_small_survivors_go_back_to_the_system():
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True).stdout
     before, after, released = out.split()
     assert int(before) > 500, "the freed blocks should still be resident before the trim"
+    assert int(before) - int(after) > 500 and released == "True"
+
+
+@pytest.mark.skipif(
+    allocator_library("tcmalloc") is None, reason="tcmalloc is not installed (libtcmalloc-minimal4)"
+)
+def test_tcmalloc_hands_the_freed_blocks_back_like_glibc():
+    env = {**os.environ, "LD_PRELOAD": allocator_library("tcmalloc")}
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, env=env)
+    before, after, released = out.stdout.split()
+    assert int(before) > 500, "tcmalloc should keep the freed blocks until asked"
     assert int(before) - int(after) > 500 and released == "True"
 
 
